@@ -3,85 +3,179 @@ package config
 import "time"
 
 // Config is the whole configuration of a fairq process. The YAML keys are
-// the contract of DESIGN.md §7; every key can be overridden by an
-// environment variable FAIRQ_ + the upper-cased path joined with "_".
+// the contract of DESIGN.md §7; every scalar key can be overridden by an
+// environment variable FAIRQ_ + the upper-cased path joined with "_" (see
+// the package comment). Build one with Default, Load or Parse; the zero
+// Config is not valid.
 type Config struct {
-	Listen   string   `yaml:"listen"`
-	Admin    Admin    `yaml:"admin"`
-	Backend  string   `yaml:"backend"` // memory | sqs
-	SQS      SQS      `yaml:"sqs"`
-	Redis    Redis    `yaml:"redis"`
-	Pool     Pool     `yaml:"pool"`
-	Defaults Limits   `yaml:"defaults"`
-	Tenants  []Tenant `yaml:"tenants"`
-	Worker   Worker   `yaml:"worker"`
-	Gateway  Gateway  `yaml:"gateway"`
+	// Listen is the host:port of the HTTP server.
+	Listen string `yaml:"listen"`
+	Admin  Admin  `yaml:"admin"`
+	// Backend is the queue backend: "memory" (in-process, keeps nothing
+	// across restarts) or "sqs".
+	Backend string `yaml:"backend"`
+	SQS     SQS    `yaml:"sqs"`
+	Redis   Redis  `yaml:"redis"`
+	Pool    Pool   `yaml:"pool"`
+	// Defaults are the limits of a tenant that sets none; every field is
+	// set in a valid Config.
+	Defaults Limits `yaml:"defaults"`
+	// Tenants are the tenants defined in the file. They cannot be set from
+	// the environment; more can be added at run time through the admin API.
+	Tenants []Tenant `yaml:"tenants"`
+	Worker  Worker   `yaml:"worker"`
+	Gateway Gateway  `yaml:"gateway"`
 }
 
 // Admin configures the /admin API.
 type Admin struct {
-	// TokenSHA256 is the sha256 hex of the admin bearer token; empty
-	// disables /admin.
+	// TokenSHA256 is the sha256 of the admin bearer token as 64 lowercase
+	// hex digits; empty disables /admin.
 	TokenSHA256 string `yaml:"token_sha256"`
 }
 
 // SQS configures the Amazon SQS backend.
 type SQS struct {
-	Region      string `yaml:"region"`
-	Endpoint    string `yaml:"endpoint"` // BaseEndpoint, for emulators; empty uses AWS
+	// Region is the AWS region of the queues.
+	Region string `yaml:"region"`
+	// Endpoint is the SDK's BaseEndpoint, for emulators; empty uses AWS.
+	Endpoint string `yaml:"endpoint"`
+	// QueuePrefix starts every queue name (DESIGN.md §3). It also names the
+	// queues of the memory backend.
 	QueuePrefix string `yaml:"queue_prefix"`
 }
 
 // Redis configures the optional shared state of a fleet.
 type Redis struct {
-	Addr     string `yaml:"addr"` // empty: no Redis, every limit is local
-	FailOpen bool   `yaml:"fail_open"`
+	// Addr is the host:port of Redis; empty means no Redis, every limit is
+	// local to the process.
+	Addr string `yaml:"addr"`
+	// FailOpen keeps admitting and dispatching under local limits while
+	// Redis is unreachable; false refuses instead.
+	FailOpen bool `yaml:"fail_open"`
 }
 
 // Pool sizes the shuffle-sharded pool of live queues.
 type Pool struct {
-	Queues    int `yaml:"queues"`
+	// Queues is the number of live queues, 1–1000.
+	Queues int `yaml:"queues"`
+	// ShardSize is the number of live queues of each tenant, 1–Queues.
 	ShardSize int `yaml:"shard_size"`
 }
 
-// Limits are a tenant's limits. A nil field takes the value of Defaults.
+// Limits are a tenant's limits. A nil field takes the value of
+// Config.Defaults, so that "unset" differs from 0; Config.Resolve turns
+// Limits into concrete values.
 type Limits struct {
-	IngestRate   *float64 `yaml:"ingest_rate,omitempty"`
-	IngestBurst  *int     `yaml:"ingest_burst,omitempty"`
-	ProcessRate  *float64 `yaml:"process_rate,omitempty"`
-	ProcessBurst *int     `yaml:"process_burst,omitempty"`
-	Concurrency  *int     `yaml:"concurrency,omitempty"`
-	SoftBacklog  *int     `yaml:"soft_backlog,omitempty"`
-	MaxBacklog   *int     `yaml:"max_backlog,omitempty"`
+	// IngestRate is the messages per second admitted at the front door.
+	IngestRate *float64 `yaml:"ingest_rate,omitempty"`
+	// IngestBurst is the token bucket size of IngestRate.
+	IngestBurst *int `yaml:"ingest_burst,omitempty"`
+	// ProcessRate is the messages per second started by workers,
+	// fleet-wide.
+	ProcessRate *float64 `yaml:"process_rate,omitempty"`
+	// ProcessBurst is the token bucket size of ProcessRate.
+	ProcessBurst *int `yaml:"process_burst,omitempty"`
+	// Concurrency is the messages in progress at once, fleet-wide.
+	Concurrency *int `yaml:"concurrency,omitempty"`
+	// SoftBacklog is the backlog at which admission starts shrinking.
+	SoftBacklog *int `yaml:"soft_backlog,omitempty"`
+	// MaxBacklog is the backlog at which admission stops.
+	MaxBacklog *int `yaml:"max_backlog,omitempty"`
 }
 
 // Tenant is a tenant defined in the configuration file.
 type Tenant struct {
-	ID      string   `yaml:"id"`
-	APIKeys []string `yaml:"api_keys"` // "sha256:<hex>"
-	Limits  `yaml:",inline"`
+	// ID names the tenant: 1–64 letters, digits, '-', '_' or '.'.
+	ID string `yaml:"id"`
+	// APIKeys are the hashes of the tenant's API keys, each
+	// "sha256:<64 lowercase hex>" as `fairq keys hash` prints it.
+	APIKeys []string `yaml:"api_keys"`
+	// Limits override Config.Defaults field by field.
+	Limits `yaml:",inline"`
 }
 
 // Worker configures the consumer daemon, with aws-sqsd's names and defaults.
 type Worker struct {
-	PushURL                string        `yaml:"push_url"`
-	MimeType               string        `yaml:"mime_type"`
-	Connections            int           `yaml:"connections"`
-	ConnectTimeout         time.Duration `yaml:"connect_timeout"`
-	InactivityTimeout      time.Duration `yaml:"inactivity_timeout"`
-	VisibilityTimeout      time.Duration `yaml:"visibility_timeout"`
+	// PushURL is the http or https URL each message is POSTed to.
+	PushURL string `yaml:"push_url"`
+	// MimeType is the Content-Type of the POST.
+	MimeType string `yaml:"mime_type"`
+	// Connections is the number of messages dispatched at once by one
+	// worker, 1–100.
+	Connections int `yaml:"connections"`
+	// ConnectTimeout bounds connecting to the application.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// InactivityTimeout bounds waiting for the application's answer;
+	// heartbeats stop there.
+	InactivityTimeout time.Duration `yaml:"inactivity_timeout"`
+	// VisibilityTimeout is the visibility of a received message, extended
+	// by heartbeats while the application works; 0–12h.
+	VisibilityTimeout time.Duration `yaml:"visibility_timeout"`
+	// ErrorVisibilityTimeout caps the backoff after a failed attempt; 0–12h.
 	ErrorVisibilityTimeout time.Duration `yaml:"error_visibility_timeout"`
-	MaxRetries             int           `yaml:"max_retries"`
-	BacklogAge             time.Duration `yaml:"backlog_age"`
-	DropAge                time.Duration `yaml:"drop_age"`
-	CronFile               string        `yaml:"cron_file"`
+	// MaxRetries is the attempts before a message goes to the dead-letter
+	// queue, 1–100.
+	MaxRetries int `yaml:"max_retries"`
+	// BacklogAge is the age past which a message moves to the backlog
+	// queue.
+	BacklogAge time.Duration `yaml:"backlog_age"`
+	// DropAge is the age past which a message is dropped; 0 never drops.
+	DropAge time.Duration `yaml:"drop_age"`
+	// CronFile is an Elastic Beanstalk cron.yaml of periodic tasks; empty
+	// runs none.
+	CronFile string `yaml:"cron_file"`
 }
 
 // Gateway configures the front door beyond the contract's keys.
 type Gateway struct {
 	// MaxMessageSize is the largest message accepted, counted as SQS counts
-	// it (body plus attribute names, types and values).
+	// it (body plus attribute names, types and values); 1 KiB–1 MiB.
 	MaxMessageSize int `yaml:"max_message_size"`
 	// IdempotencyWindow is how long an Idempotency-Key is remembered.
 	IdempotencyWindow time.Duration `yaml:"idempotency_window"`
 }
+
+// Default returns the configuration with every default of DESIGN.md §7 and
+// no tenants.
+func Default() Config {
+	return Config{
+		Listen:  "127.0.0.1:8080",
+		Backend: BackendMemory,
+		SQS:     SQS{Region: "us-east-1", QueuePrefix: "fairq"},
+		Redis:   Redis{FailOpen: true},
+		Pool:    Pool{Queues: 8, ShardSize: 2},
+		Defaults: Resolved{
+			IngestRate:   100,
+			IngestBurst:  200,
+			ProcessRate:  100,
+			ProcessBurst: 100,
+			Concurrency:  10,
+			SoftBacklog:  1000,
+			MaxBacklog:   10000,
+		}.Limits(),
+		Worker: Worker{
+			PushURL:                "http://127.0.0.1:80/",
+			MimeType:               "application/json",
+			Connections:            50,
+			ConnectTimeout:         5 * time.Second,
+			InactivityTimeout:      180 * time.Second,
+			VisibilityTimeout:      30 * time.Second,
+			ErrorVisibilityTimeout: 300 * time.Second,
+			MaxRetries:             10,
+			BacklogAge:             5 * time.Minute,
+			DropAge:                0,
+			CronFile:               "",
+		},
+		Gateway: Gateway{
+			MaxMessageSize:    256 << 10,
+			IdempotencyWindow: 24 * time.Hour,
+		},
+	}
+}
+
+// The backends.
+const (
+	BackendMemory = "memory"
+	BackendSQS    = "sqs"
+)
