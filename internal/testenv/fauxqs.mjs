@@ -1,0 +1,30 @@
+// Starts the fauxqs SQS emulator for fairq's tests on a free loopback port,
+// with its logger off, and prints the address it listens on as the first line
+// of stdout. It exits when stdin closes (the test binary that started it has
+// gone, however it died) or on SIGTERM/SIGINT.
+//
+// Run it with the module root as the working directory, so that "fauxqs" is
+// resolved from the repository's node_modules (installed by `npm ci`).
+import { buildApp } from "fauxqs";
+
+const app = buildApp({ logger: false });
+const addr = await app.listen({ port: 0, host: "127.0.0.1" });
+process.stdout.write(addr + "\n");
+
+let closing = false;
+async function shutdown() {
+  if (closing) return;
+  closing = true;
+  try {
+    await app.close();
+  } finally {
+    process.exit(0);
+  }
+}
+
+process.stdin.on("end", shutdown);
+process.stdin.on("close", shutdown);
+process.stdin.on("error", shutdown);
+process.stdin.resume();
+process.on("SIGTERM", shutdown);
+process.on("SIGINT", shutdown);
