@@ -58,7 +58,9 @@
 //
 // Validate checks every rule and returns every problem, joined with
 // errors.Join, each a *KeyError naming the key's path (tenants[1].api_keys[0])
-// and matching ErrInvalid. The ranges follow SQS and aws-sqsd where they
+// and matching ErrInvalid; through Load and Parse, a problem with a key
+// the file set (and the environment did not override) names its line too.
+// The ranges follow SQS and aws-sqsd where they
 // have one: worker.connections and worker.max_retries 1–100, visibility
 // timeouts 0–12h, gateway.max_message_size 1 KiB–1 MiB, queue names of at
 // most 80 letters, digits, '-' and '_' (so sqs.queue_prefix is at most 71

@@ -54,9 +54,11 @@ func EnvVars() []string {
 	return names
 }
 
-// applyEnv overrides cfg with every non-empty FAIRQ_ variable.
-func applyEnv(p *problems, getenv func(string) string, cfg *Config) {
+// applyEnv overrides cfg with every non-empty FAIRQ_ variable and returns
+// the paths of the keys it set.
+func applyEnv(p *problems, getenv func(string) string, cfg *Config) []string {
 	root := reflect.ValueOf(cfg).Elem()
+	var set []string
 	for _, k := range envKeys() {
 		s := getenv(k.name)
 		if s == "" {
@@ -65,8 +67,11 @@ func applyEnv(p *problems, getenv func(string) string, cfg *Config) {
 		v := root.FieldByIndex(k.index)
 		if err := setScalar(v, s); err != nil {
 			p.add(k.name, 0, "%v", err)
+			continue
 		}
+		set = append(set, k.path)
 	}
+	return set
 }
 
 // setScalar parses s into v, allocating v when it is a pointer.

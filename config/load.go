@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,19 +39,37 @@ func Load(path string, getenv func(string) string) (Config, error) {
 func Parse(data []byte, getenv func(string) string) (Config, error) {
 	cfg := Default()
 	var p problems
-	if err := decodeFile(&p, data, &cfg); err != nil {
+	lines, err := decodeFile(&p, data, &cfg)
+	if err != nil {
 		return Config{}, err
 	}
 	if getenv != nil {
-		applyEnv(&p, getenv, &cfg)
+		for _, path := range applyEnv(&p, getenv, &cfg) {
+			delete(lines, path) // the file's line no longer holds the value
+		}
 	}
 	if len(p) > 0 {
 		return Config{}, p.err()
 	}
 	if err := cfg.Validate(); err != nil {
+		addLines(err, lines)
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// addLines gives each KeyError of err the line of its key in the file,
+// when the file set it.
+func addLines(err error, lines map[string]int) {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		if ke, ok := e.(*KeyError); ok && ke.Line == 0 {
+			ke.Line = lines[ke.Key]
+		}
+	}
 }
 
 // maxNodes bounds the YAML nodes visited, so that aliases cannot make a
@@ -63,31 +80,32 @@ const maxNodes = 100_000
 // through an anchor ends.
 const maxMergeDepth = 16
 
-// decodeFile decodes data over cfg. A YAML syntax error is returned;
-// problems with keys and values are added to p.
-func decodeFile(p *problems, data []byte, cfg *Config) error {
+// decodeFile decodes data over cfg and returns the line of each key path
+// it set. A YAML syntax error is returned; problems with keys and values
+// are added to p.
+func decodeFile(p *problems, data []byte, cfg *Config) (map[string]int, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	switch err := dec.Decode(&doc); {
 	case errors.Is(err, io.EOF):
-		return nil // empty file, or comments only
+		return nil, nil // empty file, or comments only
 	case err != nil:
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
-		return fmt.Errorf("%w: line %d: a second YAML document; the file must hold one", ErrInvalid, extra.Line)
+		return nil, fmt.Errorf("%w: line %d: a second YAML document; the file must hold one", ErrInvalid, extra.Line)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	w := walker{p: p}
+	w := walker{p: p, lines: map[string]int{}}
 	w.value(root, reflect.ValueOf(cfg).Elem(), "")
-	return nil
+	return w.lines, nil
 }
 
 // walker decodes a yaml.Node into a Config by reflection over the yaml
@@ -97,7 +115,8 @@ func decodeFile(p *problems, data []byte, cfg *Config) error {
 // first.
 type walker struct {
 	p     *problems
-	nodes int // visited, against maxNodes
+	nodes int            // visited, against maxNodes
+	lines map[string]int // key path → line, for the messages of Validate
 }
 
 // spend counts one node visit and reports whether the walk may go on; the
@@ -145,7 +164,9 @@ func (w *walker) value(n *yaml.Node, v reflect.Value, path string) {
 		}
 		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
 		for i, item := range n.Content {
-			w.value(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			ipath := fmt.Sprintf("%s[%d]", path, i)
+			w.lines[ipath] = item.Line
+			w.value(item, s.Index(i), ipath)
 		}
 		v.Set(s)
 	case t.Kind() == reflect.Pointer:
@@ -200,6 +221,7 @@ func (w *walker) mapping(n *yaml.Node, v reflect.Value, path string) {
 			w.p.add(key, e.key.Line, "unknown key")
 			continue
 		}
+		w.lines[key] = e.key.Line
 		w.value(e.value, v.FieldByIndex(idx), key)
 	}
 }
@@ -321,7 +343,9 @@ func isMerge(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Value == "<<" && n.ShortTag() == "!!merge"
 }
 
-// kindName describes what a node holds, for messages.
+// kindName describes what a node holds, for messages. It never quotes a
+// value: a raw API key written where a list of hashes belongs must not
+// reach the logs.
 func kindName(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -329,7 +353,16 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return strconv.Quote(n.Value)
+		switch n.ShortTag() {
+		case "!!int":
+			return "an integer"
+		case "!!float":
+			return "a number"
+		case "!!bool":
+			return "a boolean"
+		default:
+			return "a single value"
+		}
 	default:
 		return "a document"
 	}

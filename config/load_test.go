@@ -182,17 +182,22 @@ func TestParseErrors(t *testing.T) {
 		{"bad tenant number", "tenants:\n- id: a\n  process_rate: '5'\n", []KeyError{{"tenants[0].process_rate", 3, `invalid number "5"`}}},
 		{"bad boolean", "redis: {fail_open: maybe}\n", []KeyError{{"redis.fail_open", 1, `invalid boolean (true or false) "maybe"`}}},
 		{"string as mapping", "listen: {host: a}\n", []KeyError{{"listen", 1, "want string, got a mapping"}}},
-		{"mapping as string", "worker: fast\n", []KeyError{{"worker", 1, `want a mapping of keys, got "fast"`}}},
-		{"list as string", "tenants: acme\n", []KeyError{{"tenants", 1, `want a list, got "acme"`}}},
+		{"mapping as string", "worker: fast\n", []KeyError{{"worker", 1, "want a mapping of keys, got a single value"}}},
+		{"mapping as boolean", "redis: true\n", []KeyError{{"redis", 1, "want a mapping of keys, got a boolean"}}},
+		{"list as string", "tenants: acme\n", []KeyError{{"tenants", 1, "want a list, got a single value"}}},
 		{"api keys as string", "tenants: [{id: a, api_keys: k}]\n", []KeyError{{"tenants[0].api_keys", 1, "want a list"}}},
 		{"tenant as list", "tenants:\n  - [a]\n", []KeyError{{"tenants[0]", 2, "want a mapping of keys, got a list"}}},
 		{"root as list", "- a\n- b\n", []KeyError{{"(root)", 1, "want a mapping of keys, got a list"}}},
-		{"root as scalar", "hello\n", []KeyError{{"(root)", 1, `want a mapping of keys, got "hello"`}}},
+		{"root as scalar", "hello\n", []KeyError{{"(root)", 1, "want a mapping of keys, got a single value"}}},
 		{"key as list", "? [a]\n: b\n", []KeyError{{"(root)", 1, "keys must be plain names, got a list"}}},
-		{"merge of a scalar", "tenants:\n  - {id: a, <<: 5}\n", []KeyError{{"tenants[0].<<", 2, `can merge only mappings, got "5"`}}},
+		{"merge of a scalar", "tenants:\n  - {id: a, <<: 5}\n", []KeyError{{"tenants[0].<<", 2, "can merge only mappings, got an integer"}}},
 		{"merge of itself", "tenants:\n  - &a {id: x, <<: *a}\n", []KeyError{{"tenants[0].<<", 2, "merges nested deeper than 16"}}},
 		{"file errors come before validation", "worker: {connections: 0, max_retries: x}\n", []KeyError{{"worker.max_retries", 1, "invalid integer"}}},
-		{"validation without file errors", "worker: {connections: 0}\n", []KeyError{{"worker.connections", 0, "must be 1–100, got 0"}}},
+		{"validation names the line", "worker:\n  connections: 0\n", []KeyError{{"worker.connections", 2, "must be 1–100, got 0"}}},
+		{"validation names tenant lines", "tenants:\n  - id: a\n    api_keys:\n      - sha256:x\n  - id: a\n", []KeyError{
+			{"tenants[0].api_keys[0]", 4, "want sha256:"}, {"tenants[1].id", 5, "already defined"},
+		}},
+		{"validation of a default has no line", "worker: {max_retries: 3}\npool: {queues: 1}\n", []KeyError{{"pool.shard_size", 0, "got 2"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -315,4 +320,33 @@ func TestLoad(t *testing.T) {
 			t.Errorf("keys (-want +got):\n%s", diff)
 		}
 	})
+}
+
+func TestParseErrorLines(t *testing.T) {
+	t.Parallel()
+	// A key the environment overrides is no longer the file's: no line.
+	_, err := Parse([]byte("listen: :1\nworker:\n  connections: 0\n"), env(map[string]string{"FAIRQ_WORKER_CONNECTIONS": "101"}))
+	got := problemsOf(t, err)
+	if len(got) != 1 || got[0].Key != "worker.connections" || got[0].Line != 0 {
+		t.Errorf("Parse = %v, want worker.connections with no line", err)
+	}
+}
+
+func TestParseDoesNotEchoKeys(t *testing.T) {
+	t.Parallel()
+	const raw = "fq_live_s3cr3tk3yvalue0123456789"
+	for _, data := range []string{
+		"tenants: [{id: a, api_keys: " + raw + "}]\n",
+		"tenants: [{id: a, api_keys: [" + raw + "]}]\n",
+		"admin: " + raw + "\n",
+		"admin: {token_sha256: " + raw + "}\n",
+	} {
+		_, err := Parse([]byte(data), nil)
+		if err == nil {
+			t.Fatalf("Parse(%q) accepted a raw key", data)
+		}
+		if strings.Contains(err.Error(), raw) {
+			t.Errorf("Parse error %q quotes the key", err)
+		}
+	}
 }
