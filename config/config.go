@@ -25,6 +25,16 @@ type Config struct {
 	Tenants []Tenant `yaml:"tenants"`
 	Worker  Worker   `yaml:"worker"`
 	Gateway Gateway  `yaml:"gateway"`
+	Log     Log      `yaml:"log"`
+}
+
+// Log configures the structured logs on stderr.
+type Log struct {
+	// Level is the lowest level logged: debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is json or text; empty is text for `fairq dev` and json for
+	// everything else.
+	Format string `yaml:"format"`
 }
 
 // Admin configures the /admin API.
@@ -171,6 +181,7 @@ func Default() Config {
 			MaxMessageSize:    256 << 10,
 			IdempotencyWindow: 24 * time.Hour,
 		},
+		Log: Log{Level: "info"},
 	}
 }
 

@@ -40,6 +40,7 @@ func TestDefault(t *testing.T) {
 			BacklogAge:             5 * time.Minute,
 		},
 		Gateway: Gateway{MaxMessageSize: 262144, IdempotencyWindow: 24 * time.Hour},
+		Log:     Log{Level: "info"},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)

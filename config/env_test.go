@@ -28,6 +28,7 @@ func TestEnvVars(t *testing.T) {
 		"FAIRQ_WORKER_MAX_RETRIES", "FAIRQ_WORKER_BACKLOG_AGE", "FAIRQ_WORKER_DROP_AGE",
 		"FAIRQ_WORKER_CRON_FILE",
 		"FAIRQ_GATEWAY_MAX_MESSAGE_SIZE", "FAIRQ_GATEWAY_IDEMPOTENCY_WINDOW",
+		"FAIRQ_LOG_LEVEL", "FAIRQ_LOG_FORMAT",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("EnvVars() (-want +got):\n%s", diff)

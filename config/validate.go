@@ -58,6 +58,16 @@ func (c Config) checkServer(p *problems) {
 	if c.Redis.Addr != "" {
 		checkHostPort(p, "redis.addr", c.Redis.Addr, false)
 	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		p.add("log.level", 0, "unknown level %q: want debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "", "json", "text":
+	default:
+		p.add("log.format", 0, "unknown format %q: want json, text, or empty for the command's default", c.Log.Format)
+	}
 	if c.Gateway.MaxMessageSize < minMaxMessageSize || c.Gateway.MaxMessageSize > maxMaxMessageSize {
 		p.add("gateway.max_message_size", 0, "must be %d–%d bytes, got %d", minMaxMessageSize, maxMaxMessageSize, c.Gateway.MaxMessageSize)
 	}

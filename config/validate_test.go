@@ -42,6 +42,9 @@ func TestValidate(t *testing.T) {
 		{name: "redis addr", edit: func(c *Config) { c.Redis.Addr = "redis:6379" }},
 		{name: "redis addr no port", edit: func(c *Config) { c.Redis.Addr = "redis" }, want: []string{"redis.addr"}},
 		{name: "redis addr no host", edit: func(c *Config) { c.Redis.Addr = ":6379" }, want: []string{"redis.addr"}, reason: "no host"},
+		{name: "log level", edit: func(c *Config) { c.Log.Level = "verbose" }, want: []string{"log.level"}, reason: "unknown level"},
+		{name: "log format", edit: func(c *Config) { c.Log.Format = "xml" }, want: []string{"log.format"}, reason: "unknown format"},
+		{name: "log text debug", edit: func(c *Config) { c.Log = Log{Level: "debug", Format: "text"} }},
 
 		{name: "sqs endpoint", edit: func(c *Config) { c.SQS.Endpoint = "http://127.0.0.1:4566" }},
 		{name: "sqs endpoint no scheme", edit: func(c *Config) { c.SQS.Endpoint = "127.0.0.1:4566" }, want: []string{"sqs.endpoint"}},
