@@ -1,0 +1,86 @@
+// Package consumer is the worker daemon of fairq (DESIGN.md §6): it takes
+// messages off the queues and hands each to the application, the way
+// Elastic Beanstalk's aws-sqsd does, only fair, throttled and heartbeated.
+//
+// A Worker receives from the live queues of the pool, from the overflow
+// queue when it has spare capacity, and from the backlog queue only when the
+// live queues are caught up, and only while it has free slots
+// (Config.Connections): it never holds more messages than it can run. For
+// each message it applies the age checks (older than DropAge: dropped;
+// older than BacklogAge: moved to the backlog queue) and the Limiter (a
+// tenant over its rate or concurrency: moved to the overflow queue with a
+// delay), then runs the Handler under a heartbeat and applies the outcome:
+//
+//   - success (nil, or 2xx from the application): deleted, in
+//     DeleteMessageBatch calls of up to ten; the tenant's backlog counter
+//     goes down;
+//   - a *RetryAfterError (429 or 503 with Retry-After): back after that
+//     delay, not counted as a failure. Within SQS's 900 s delay limit the
+//     message is sent again to its queue with that delay and the delivered
+//     copy deleted, so that the receive is not counted (the copy has a new
+//     message id); a longer delay changes its visibility instead, and SQS
+//     counts that receive;
+//   - any other error, a timeout (InactivityTimeout) or a connection error:
+//     back after an exponential backoff with full jitter (uniform between
+//     0 and BackoffBase·2^(n-1), capped by ErrorVisibilityTimeout);
+//   - after MaxRetries attempts, counted across queue moves through
+//     fairq-meta (its attempts plus the queue's receive count): moved to the
+//     dead-letter queue (sent, then deleted) with the last error in
+//     fairq-meta. A message already delivered more than MaxRetries times
+//     without an outcome (its worker crashed each time) goes there without
+//     being run again.
+//
+// Moves between queues keep the body and attributes and carry the attempts
+// in fairq-meta; a move that is not an attempt (spill to overflow or
+// backlog, Retry-After) does not count the current delivery.
+//
+// # The application contract
+//
+// Push POSTs each message to the push URL with the aws-sqsd headers
+// (DESIGN.md §7, see Header): Content-Type, User-Agent
+// "aws-sqsd/1.11 (fairq/<version>)", X-Aws-Sqsd-Msgid, X-Aws-Sqsd-Queue
+// (the queue's name), X-Aws-Sqsd-First-Received-At (ISO 8601 UTC to the
+// second, as aws-sqsd: 2006-01-02T15:04:05Z), X-Aws-Sqsd-Receive-Count
+// (deliveries across queue moves), X-Aws-Sqsd-Attr-<name> for each user
+// attribute, X-Fairq-Tenant, X-Fairq-Enqueued-At (ISO 8601 UTC with
+// milliseconds) and traceparent; a periodic task goes to its own path with
+// X-Aws-Sqsd-Taskname and X-Aws-Sqsd-Scheduled-At and no body. Attribute
+// values come from whoever put the message on the queue, so no value is
+// sent that could inject a header: see Header. The built-in LogHandler
+// logs each message without its body and succeeds (`fairq dev` without a
+// push URL). Library users pass their own Handler or HandlerFunc.
+//
+// # Heartbeat
+//
+// While a job runs, the worker extends its message's visibility (every
+// VisibilityTimeout/3, in ChangeMessageVisibilityBatch calls) so that a
+// long job is not delivered twice, never past SQS's limit of 12 hours from
+// the receive; the extension stops when the job ends, at the latest at
+// InactivityTimeout. If an extension fails, the running job is not
+// cancelled: the failure is logged and counted, and retried at the next
+// beat while the message is still invisible. Cancelling would not help —
+// once its visibility has run out the message is delivered again whatever
+// this worker does — and it would throw away work that may be nearly done.
+// The price is a possible duplicate, which standard queues demand that
+// handlers tolerate anyway; if the handler then succeeds, its delete may
+// fail (stale receipt handle) and the other delivery runs it again.
+//
+// # Shutdown
+//
+// Stop(ctx) stops receiving, lets running jobs finish until ctx ends (the
+// grace period), then cancels those left and gives their messages back at
+// visibility 0, flushes pending deletes and returns. Cancelling the context
+// given to Start instead abandons the worker as a crash would: the
+// messages it holds come back after their visibility timeout.
+//
+// # Choices where the design is silent
+//
+//   - A message without fairq-meta (put on a queue by something else) is
+//     treated as enqueued when it was sent, with no earlier attempts.
+//   - A Limiter error dispatches the message (the Limiter applies its own
+//     fail-open or fail-closed policy); periodic tasks bypass the age checks,
+//     the Limiter and the backlog counter.
+//   - Without an overflow (or backlog) queue, a spill waits where it is, by
+//     a visibility change; without a dead-letter queue a dead letter is
+//     deleted.
+package consumer

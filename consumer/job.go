@@ -1,0 +1,317 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fairq/fairq/queue"
+)
+
+// minRetryAfter is the shortest wait after a Retry-After, so that an
+// application answering "Retry-After: 0" does not spin a message.
+const minRetryAfter = time.Second
+
+// doneTimeout bounds a BacklogCounter.Done call.
+const doneTimeout = 5 * time.Second
+
+// job is one received message on its way to an outcome.
+type job struct {
+	w   *Worker
+	d   *delivery
+	f   *inflight
+	ctx context.Context // the worker's job context (ends on abandon, or at the end of the grace period)
+}
+
+// process takes a received message to its outcome. It holds one slot, given
+// back when the outcome is decided; the batch calls that carry the outcome
+// out (delete, visibility change, move) finish on their own.
+func (w *Worker) process(ctx context.Context, queueName string, m queue.Message, received time.Time) {
+	defer w.jobs.Done()
+	defer w.slots.release(1)
+	j := &job{
+		w:   w,
+		d:   newDelivery(queueName, m),
+		ctx: ctx,
+	}
+	j.f = &inflight{
+		queue:    queueName,
+		handle:   m.ReceiptHandle,
+		id:       m.ID,
+		received: received,
+		until:    received.Add(w.cfg.VisibilityTimeout),
+	}
+	w.hb.add(j.f)
+	j.run()
+}
+
+func (j *job) run() {
+	w, d := j.w, j.d
+	now := w.cfg.NowFunc()
+	age := now.Sub(d.msg.EnqueuedAt)
+
+	if n := d.attempts(); n > w.cfg.MaxRetries {
+		// Earlier deliveries ended without an outcome (a crash, a lost
+		// heartbeat): do not start it an extra time.
+		j.deadLetter(fmt.Sprintf("delivered %d times, more than max_retries %d", n, w.cfg.MaxRetries))
+		return
+	}
+	if !d.task {
+		if w.cfg.DropAge > 0 && age > w.cfg.DropAge {
+			j.drop("aged")
+			return
+		}
+		if w.cfg.BacklogAge > 0 && age > w.cfg.BacklogAge && d.queue != w.cfg.Names.Backlog && w.cfg.Names.Backlog != "" {
+			j.spill(w.cfg.Names.Backlog, 0, "aged")
+			return
+		}
+	}
+	var v Verdict
+	if w.cfg.Limiter != nil && !d.task {
+		var err error
+		v, err = w.cfg.Limiter.Admit(j.ctx, &d.msg)
+		if err != nil {
+			if j.abandoned() {
+				j.w.hb.remove(j.f)
+				return
+			}
+			w.log.Warn("limiter failed: dispatching", "tenant", d.msg.Tenant, "id", d.msg.ID, "err", err)
+			v = Verdict{}
+		}
+	}
+	switch v.Action {
+	case Spill:
+		if w.cfg.Names.Overflow == "" {
+			j.later(v.Delay, outcomeRetryAfter) // no overflow queue: wait where it is
+			return
+		}
+		j.spill(w.cfg.Names.Overflow, v.Delay, v.Reason)
+		return
+	case ToBacklog:
+		if w.cfg.Names.Backlog == "" || d.queue == w.cfg.Names.Backlog {
+			j.later(v.Delay, outcomeRetryAfter)
+			return
+		}
+		j.spill(w.cfg.Names.Backlog, v.Delay, v.Reason)
+		return
+	case Drop:
+		j.drop(v.Reason)
+		return
+	}
+	j.dispatch(now, age, v.Done)
+}
+
+// dispatch runs the handler and applies its outcome.
+func (j *job) dispatch(start time.Time, age time.Duration, done func()) {
+	w, d := j.w, j.d
+	if d.attempts() <= 1 {
+		w.metrics.ageFirst.Observe(age.Seconds())
+	}
+	w.metrics.ageProcessing.Observe(age.Seconds())
+
+	hctx, cancel := context.WithTimeoutCause(j.ctx, w.cfg.InactivityTimeout, ErrNoResponse)
+	err := w.cfg.Handler.Handle(hctx, &d.msg)
+	cancel()
+	if done != nil {
+		done()
+	}
+	w.metrics.duration.Observe(w.cfg.NowFunc().Sub(start).Seconds())
+
+	if err == nil {
+		j.succeed()
+		return
+	}
+	switch {
+	case j.abandoned():
+		j.w.hb.remove(j.f) // left as after a crash: back after its visibility timeout
+		return
+	case j.releasing():
+		j.release()
+		return
+	}
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		j.retryAfter(ra.After)
+		return
+	}
+	j.fail(err)
+}
+
+// abandoned reports whether the context given to Start ended.
+func (j *job) abandoned() bool {
+	return j.ctx.Err() != nil && !errors.Is(context.Cause(j.ctx), errReleasing)
+}
+
+// releasing reports whether the grace period of Stop is over.
+func (j *job) releasing() bool {
+	return errors.Is(context.Cause(j.ctx), errReleasing)
+}
+
+// ioContext is the context of calls made after the outcome: they are not
+// cut short by the end of the job's context.
+func (j *job) ioContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(j.ctx), doneTimeout)
+}
+
+// end tells the BacklogCounter that the message ended.
+func (j *job) end() {
+	if j.w.cfg.Backlog == nil || j.d.task {
+		return
+	}
+	ctx, cancel := j.ioContext()
+	defer cancel()
+	if err := j.w.cfg.Backlog.Done(ctx, j.d.msg.Tenant, 1); err != nil {
+		j.w.log.Warn("backlog counter not decremented", "tenant", j.d.msg.Tenant, "err", err)
+	}
+}
+
+// succeed deletes the message.
+func (j *job) succeed() {
+	j.w.hb.remove(j.f)
+	j.w.deletes.add(j.d.queue, j.f.handle, func(err error) {
+		if err != nil {
+			return // logged by the batch; the message will be delivered again
+		}
+		j.w.metrics.processed.WithLabelValues(outcomeSuccess).Inc()
+		j.end()
+	})
+}
+
+// drop deletes the message unprocessed.
+func (j *job) drop(reason string) {
+	j.w.hb.remove(j.f)
+	j.w.log.Info("message dropped", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue, "reason", reason)
+	j.w.deletes.add(j.d.queue, j.f.handle, func(err error) {
+		if err != nil {
+			return
+		}
+		j.w.metrics.processed.WithLabelValues(outcomeDropped).Inc()
+		j.end()
+	})
+}
+
+// later makes the message visible again after d (a visibility change:
+// SQS counts the receive).
+func (j *job) later(d time.Duration, outcome string) {
+	j.w.hb.remove(j.f)
+	d = min(max(d, 0), j.maxVisibility())
+	j.w.changes.add(j.d.queue, queue.VisibilityChange{ReceiptHandle: j.f.handle, Timeout: d}, func(err error) {
+		if err == nil {
+			j.w.metrics.processed.WithLabelValues(outcome).Inc()
+		}
+	})
+}
+
+// maxVisibility is the longest visibility timeout the message can still
+// be given: SQS counts 12 hours from the receive.
+func (j *job) maxVisibility() time.Duration {
+	return max(0, j.f.received.Add(queue.MaxVisibility-time.Second).Sub(j.w.cfg.NowFunc()))
+}
+
+// release gives the message back at once, at shutdown.
+func (j *job) release() { j.later(0, outcomeReleased) }
+
+// retryAfter brings the message back after d without counting the
+// delivery: within SQS's delay limit it is sent again to its queue with
+// the delay and its attempts unchanged, and the delivered copy is deleted;
+// beyond, its visibility is changed, which SQS counts as a receive.
+func (j *job) retryAfter(d time.Duration) {
+	d = max(d, minRetryAfter)
+	if d > queue.MaxDelay {
+		j.later(d, outcomeRetryAfter)
+		return
+	}
+	j.move(j.d.queue, d, j.d.attempts()-1, "", func() {
+		j.w.metrics.processed.WithLabelValues(outcomeRetryAfter).Inc()
+	})
+}
+
+// fail handles a failed attempt: back after backoff, or to the dead-letter
+// queue after MaxRetries attempts.
+func (j *job) fail(err error) {
+	w := j.w
+	n := j.d.attempts()
+	if n >= w.cfg.MaxRetries {
+		j.deadLetter(errorText(err))
+		return
+	}
+	delay := w.backoff(n)
+	w.log.Debug("attempt failed", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue,
+		"attempt", n, "retry_in", delay, "err", err)
+	j.later(delay, outcomeRetry)
+}
+
+// deadLetter moves the message to the dead-letter queue with why in
+// fairq-meta; without a dead-letter queue it is deleted.
+func (j *job) deadLetter(why string) {
+	w := j.w
+	w.log.Warn("message dead-lettered", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue,
+		"attempts", j.d.attempts(), "last_error", why)
+	ended := func() {
+		w.metrics.deadLettered.Inc()
+		w.metrics.processed.WithLabelValues(outcomeDeadLettered).Inc()
+		j.end()
+	}
+	if w.cfg.Names.DLQ == "" {
+		w.hb.remove(j.f)
+		w.deletes.add(j.d.queue, j.f.handle, func(err error) {
+			if err == nil {
+				ended()
+			}
+		})
+		return
+	}
+	j.move(w.cfg.Names.DLQ, 0, j.d.attempts(), why, ended)
+}
+
+// spill moves the message to another queue without counting the delivery.
+func (j *job) spill(dest string, delay time.Duration, reason string) {
+	j.w.metrics.spilled.WithLabelValues(reason).Inc()
+	j.move(dest, min(max(delay, 0), queue.MaxDelay), j.d.attempts()-1, "", nil)
+}
+
+// move sends a copy of the message to dest, carrying attempts (and lastErr)
+// in fairq-meta, then deletes the delivered copy and calls then. If the
+// send fails, the message stays where it is and comes back after its
+// visibility timeout.
+func (j *job) move(dest string, delay time.Duration, attempts int, lastErr string, then func()) {
+	w := j.w
+	w.hb.remove(j.f)
+	e := queue.Entry{Body: j.d.raw.Body, Attributes: j.d.moved(attempts, lastErr), Delay: delay}
+	w.sends.add(dest, e, func(err error) {
+		if errors.Is(err, queue.ErrTooLarge) && lastErr != "" {
+			// The error text made it too large: send it without, here
+			// (the batcher does not take entries from its own calls).
+			e.Attributes = j.d.moved(attempts, "")
+			ctx, cancel := j.ioContext()
+			errs, serr := w.sendBatch(ctx, dest, []queue.Entry{e})
+			cancel()
+			if serr == nil {
+				serr = errs[0]
+			}
+			err = serr
+		}
+		if err != nil {
+			return // logged by the batch
+		}
+		w.deletes.add(j.d.queue, j.f.handle, func(err error) {
+			if err == nil && then != nil {
+				then()
+			}
+		})
+	})
+}
+
+// backoff returns how long a message waits after its n-th failed attempt:
+// exponential from BackoffBase, capped by ErrorVisibilityTimeout, with full
+// jitter (uniform between 0 and that).
+func (w *Worker) backoff(n int) time.Duration {
+	limit := w.cfg.ErrorVisibilityTimeout
+	d := w.cfg.BackoffBase
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	return time.Duration(w.cfg.RandFunc() * float64(d))
+}

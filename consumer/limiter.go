@@ -1,0 +1,71 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Action is what the worker does with a received message.
+type Action int
+
+const (
+	// Dispatch hands the message to the Handler.
+	Dispatch Action = iota
+	// Spill moves it to the overflow queue, delayed by Verdict.Delay
+	// (at most 900 s): the tenant is over its rate or concurrency.
+	Spill
+	// ToBacklog moves it to the backlog queue, delayed by Verdict.Delay.
+	ToBacklog
+	// Drop deletes it unprocessed; the tenant's backlog goes down.
+	Drop
+)
+
+func (a Action) String() string {
+	switch a {
+	case Dispatch:
+		return "dispatch"
+	case Spill:
+		return "spill"
+	case ToBacklog:
+		return "backlog"
+	case Drop:
+		return "drop"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// Verdict is a Limiter's decision about one message.
+type Verdict struct {
+	Action Action
+	// Delay is the DelaySeconds of a Spill or ToBacklog move, 0–900 s.
+	Delay time.Duration
+	// Reason labels a move or drop in fairq_worker_spilled_total, e.g.
+	// "rate" or "concurrency".
+	Reason string
+	// Done, if not nil, is called once when a dispatched message's job
+	// ends, whatever its outcome: the place to release a concurrency
+	// permit. It is not called for other actions.
+	Done func()
+}
+
+// Limiter decides, for each received message that is not a periodic task,
+// whether it runs now. It is the seam of the per-tenant rate and
+// concurrency limits of package throttle; nil means no limits. The worker
+// applies its own age checks (Config.DropAge, Config.BacklogAge) first.
+//
+// Admit must not block for long: it holds a worker slot. An error is
+// logged and the message is dispatched (the Limiter applies its own
+// fail-open or fail-closed policy and returns a Spill when it wants one).
+type Limiter interface {
+	Admit(ctx context.Context, m *Message) (Verdict, error)
+}
+
+// BacklogCounter keeps the per-tenant backlog counters the gateway's
+// admission reads (DESIGN.md §5). The worker calls Done when a message
+// ends: deleted after success, dead-lettered or dropped. Moves between
+// queues do not end a message. Nil means no counters. Errors are logged;
+// the counter is an estimate that its owner reconciles.
+type BacklogCounter interface {
+	Done(ctx context.Context, tenant string, n int64) error
+}

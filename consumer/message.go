@@ -1,0 +1,189 @@
+package consumer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/queue"
+)
+
+// AttrTask is the message attribute that makes a message a firing of a
+// periodic task (see package schedule); its value is Task.Encode. Like the
+// attributes of package envelope it is reserved: it never reaches the
+// application as an X-Aws-Sqsd-Attr- header.
+const AttrTask = "fairq-task"
+
+// Message is a received message as a Handler sees it.
+type Message struct {
+	ID    string // the queue's message id (X-Aws-Sqsd-Msgid)
+	Queue string // the queue it was received from
+	Body  string
+
+	Tenant      string            // fairq-tenant; empty for a message without one
+	Attributes  map[string]string // the user's attributes: the reserved ones are left out
+	Traceparent string            // W3C trace context, when the sender gave one
+
+	// EnqueuedAt is when the gateway accepted the message (fairq-meta),
+	// or when it was sent to its queue if it carries no metadata.
+	EnqueuedAt time.Time
+	// FirstReceivedAt is when the current queue first delivered it.
+	FirstReceivedAt time.Time
+	// ReceiveCount counts deliveries across queue moves, this one
+	// included: fairq-meta's attempts plus the queue's receive count.
+	ReceiveCount int
+
+	// Task is set when the message is the firing of a periodic task.
+	Task *Task
+}
+
+// Task is a firing of a periodic task, pushed to the task's URL path with
+// X-Aws-Sqsd-Taskname and X-Aws-Sqsd-Scheduled-At.
+type Task struct {
+	Name        string
+	Path        string // URL path (and query) on the application, e.g. /cleanup
+	ScheduledAt time.Time
+}
+
+type taskJSON struct {
+	Name        string `json:"n"`
+	Path        string `json:"p"`
+	ScheduledAt int64  `json:"s"` // unix seconds
+}
+
+// Encode returns the AttrTask attribute value.
+func (t Task) Encode() string {
+	b, _ := json.Marshal(taskJSON{t.Name, t.Path, t.ScheduledAt.Unix()}) // cannot fail
+	return string(b)
+}
+
+// errBadTask is wrapped by DecodeTask's errors.
+var errBadTask = errors.New("invalid " + AttrTask)
+
+// DecodeTask parses an AttrTask attribute value.
+func DecodeTask(s string) (Task, error) {
+	var j taskJSON
+	if err := json.Unmarshal([]byte(s), &j); err != nil {
+		return Task{}, fmt.Errorf("%w: %v", errBadTask, err)
+	}
+	if j.Name == "" || !strings.HasPrefix(j.Path, "/") {
+		return Task{}, fmt.Errorf("%w: needs a name and a path starting with /", errBadTask)
+	}
+	return Task{Name: j.Name, Path: j.Path, ScheduledAt: time.Unix(j.ScheduledAt, 0).UTC()}, nil
+}
+
+// reserved reports whether an attribute is fairq's rather than the user's.
+func reserved(name string) bool {
+	switch name {
+	case envelope.AttrTenant, envelope.AttrMeta, envelope.AttrTraceparent, AttrTask:
+		return true
+	}
+	return false
+}
+
+// delivery is a received message with what the worker needs to move it.
+type delivery struct {
+	queue string
+	raw   queue.Message
+	meta  envelope.Meta // decoded fairq-meta, or one made from SentAt
+	msg   Message
+	task  bool
+}
+
+// newDelivery decodes a received message. A message without a valid
+// fairq-meta (put on the queue by something other than the gateway) gets
+// one with its sent time as enqueue time and no earlier attempts; an
+// invalid fairq-task makes it an ordinary message.
+func newDelivery(queueName string, m queue.Message) *delivery {
+	d := &delivery{queue: queueName, raw: m}
+	meta, err := envelope.Decode(m.Attributes[envelope.AttrMeta])
+	if err != nil || meta.EnqueuedAt == 0 {
+		meta = envelope.Meta{EnqueuedAt: m.SentAt.UnixMilli(), Attempts: max(meta.Attempts, 0)}
+	}
+	meta.Attempts = max(meta.Attempts, 0)
+	d.meta = meta
+	d.msg = Message{
+		ID:              m.ID,
+		Queue:           queueName,
+		Body:            m.Body,
+		Tenant:          m.Attributes[envelope.AttrTenant],
+		Traceparent:     m.Attributes[envelope.AttrTraceparent],
+		EnqueuedAt:      meta.Enqueued(),
+		FirstReceivedAt: m.FirstReceivedAt,
+		ReceiveCount:    meta.Attempts + m.ReceiveCount,
+	}
+	if v, ok := m.Attributes[AttrTask]; ok {
+		if t, err := DecodeTask(v); err == nil {
+			d.msg.Task = &t
+			d.task = true
+		}
+	}
+	n := 0
+	for k := range m.Attributes {
+		if !reserved(k) {
+			n++
+		}
+	}
+	if n > 0 {
+		d.msg.Attributes = make(map[string]string, n)
+		for k, v := range m.Attributes {
+			if !reserved(k) {
+				d.msg.Attributes[k] = v
+			}
+		}
+	}
+	return d
+}
+
+// attempts is the number of deliveries so far, this one included.
+func (d *delivery) attempts() int { return d.msg.ReceiveCount }
+
+// moved returns the attributes of a copy of the message for another queue
+// (or the same queue again), whose fairq-meta carries attempts earlier
+// deliveries and lastErr; the other attributes are kept as they are.
+func (d *delivery) moved(attempts int, lastErr string) map[string]string {
+	attrs := make(map[string]string, len(d.raw.Attributes)+1)
+	for k, v := range d.raw.Attributes {
+		attrs[k] = v
+	}
+	if _, ok := attrs[envelope.AttrMeta]; !ok && len(attrs) >= queue.MaxAttributes {
+		// A message from elsewhere that already has SQS's ten attributes
+		// has no room for fairq-meta: it moves without, and its
+		// attempts start again.
+		return attrs
+	}
+	meta := d.meta
+	meta.Attempts = max(attempts, 0)
+	if lastErr != "" {
+		meta.LastError = clip(lastErr, maxLastError)
+	}
+	attrs[envelope.AttrMeta] = meta.Encode()
+	return attrs
+}
+
+// maxLastError bounds the error text carried in fairq-meta, which counts
+// against the message size.
+const maxLastError = 512
+
+// clip returns s with control characters other than tab replaced by
+// spaces and cut to at most n bytes on a character boundary.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f || r == 0xfffe || r == 0xffff || r >= 0xd800 && r < 0xe000 {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

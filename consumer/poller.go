@@ -1,0 +1,222 @@
+package consumer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/fairq/fairq/queue"
+)
+
+// Polling (DESIGN.md §6): every queue has a receive loop of its own, so no
+// live queue starves, and a queue whose receives come back full while slots
+// are free gets extra loops, up to Connections/10 for all queues together;
+// an extra loop ends after its first receive that is not full.
+//
+// A loop whose last receive came back empty is in watch mode: it reserves
+// one slot and long-polls for one message, so that an idle worker holds
+// few slots and makes one empty receive per queue per ReceiveWait. Once a
+// receive returned messages, the loop is in batch mode: it waits until it
+// can reserve a batch (Connections/10 slots, at least 1, at most 10) and
+// receives up to 10 with a short wait, so that a busy worker receives in
+// full batches.
+//
+// Slots go to live loops first. The overflow loop is served from what the
+// live loops leave, but after overflowPatience of waiting it queues with
+// them, so that overflow cannot starve under a steady live load. The
+// backlog loop polls only while the latest receive of every live queue
+// came back empty, and then only from what the others leave.
+
+// batchWait is the long-poll wait in batch mode: short, since the queue
+// just had messages, so that a queue that has emptied gives its reserved
+// slots back soon.
+const batchWait = time.Second
+
+// overflowPatience is how long the overflow loop waits behind live loops
+// before it queues with them.
+const overflowPatience = 2 * time.Second
+
+// receiveRetryMax caps the pause after failed receives.
+const receiveRetryMax = 30 * time.Second
+
+type poller struct {
+	queue string
+	class class
+	extra bool
+}
+
+// spawn starts a receive loop.
+func (w *Worker) spawn(pollCtx, jobCtx context.Context, p poller) {
+	w.pollers.Add(1)
+	go w.poll(pollCtx, jobCtx, p)
+}
+
+// poll is one receive loop.
+func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
+	defer w.pollers.Done()
+	w.metrics.pollers.Inc()
+	defer w.metrics.pollers.Dec()
+	if p.extra {
+		defer w.extras.Add(-1)
+	}
+	batch := p.extra
+	failures := 0
+	for ctx.Err() == nil {
+		if p.class == classBacklog && w.live.waitIdle(ctx) != nil {
+			return
+		}
+		need, most := 1, 1
+		wait := w.cfg.ReceiveWait
+		if batch {
+			need, most = w.batchNeed, queue.MaxBatch
+			wait = min(wait, batchWait)
+		}
+		n, err := w.acquire(ctx, p.class, need, most)
+		if err != nil {
+			return
+		}
+		w.metrics.busy.Set(float64(w.cfg.Connections - w.slots.available()))
+		received := w.cfg.NowFunc()
+		msgs, err := w.cfg.Backend.Receive(ctx, p.queue, queue.ReceiveOptions{
+			Max: n, Wait: wait, Visibility: w.cfg.VisibilityTimeout,
+		})
+		w.slots.release(n - len(msgs))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			w.metrics.receiveErrors.WithLabelValues(p.queue).Inc()
+			pause := min(receiveRetryMax, time.Second<<min(failures-1, 5))
+			w.log.Warn("receive failed", "queue", p.queue, "err", err, "retry_in", pause)
+			if sleep(ctx, pause) != nil {
+				return
+			}
+			continue
+		}
+		failures = 0
+		w.metrics.receives.WithLabelValues(p.queue).Inc()
+		if p.class == classLive {
+			w.live.set(p.queue, len(msgs) > 0)
+		}
+		if len(msgs) == 0 {
+			w.metrics.emptyReceives.WithLabelValues(p.queue).Inc()
+			if p.extra {
+				return
+			}
+			batch = false
+			continue
+		}
+		for _, m := range msgs {
+			w.jobs.Add(1)
+			go w.process(jobCtx, p.queue, m, received)
+		}
+		full := len(msgs) == queue.MaxBatch
+		if p.extra && !full {
+			return
+		}
+		batch = true
+		if full && w.grow(p) {
+			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true})
+		}
+	}
+}
+
+// acquire reserves slots for a receive of class c.
+func (w *Worker) acquire(ctx context.Context, c class, need, most int) (int, error) {
+	if c != classOverflow {
+		return w.slots.acquire(ctx, c, need, most)
+	}
+	pctx, cancel := context.WithTimeout(ctx, overflowPatience)
+	n, err := w.slots.acquire(pctx, c, need, most)
+	cancel()
+	if err == nil || ctx.Err() != nil {
+		return n, err
+	}
+	return w.slots.acquire(ctx, classLive, need, most)
+}
+
+// grow reports whether a queue whose receive came back full may get an
+// extra loop: there is room for one, a batch of slots is free, and no loop
+// of its class or above waits for slots.
+func (w *Worker) grow(p poller) bool {
+	if w.slots.available() < w.batchNeed || w.slots.waiting(p.class) > 0 {
+		return false
+	}
+	for {
+		n := w.extras.Load()
+		if n >= w.maxExtra {
+			return false
+		}
+		if w.extras.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// liveState tracks whether the latest receive of every live queue came back
+// empty ("caught up"), the condition for polling the backlog.
+type liveState struct {
+	mu   sync.Mutex
+	busy map[string]bool // queue → its latest receive returned messages; absent: not yet polled
+	n    int             // number of live queues
+	idle chan struct{}   // closed while caught up
+}
+
+func newLiveState(n int) *liveState {
+	return &liveState{busy: make(map[string]bool, n), n: n, idle: make(chan struct{})}
+}
+
+// set records the result of a receive from a live queue.
+func (s *liveState) set(q string, busy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.caughtUp()
+	s.busy[q] = busy
+	now := s.caughtUp()
+	switch {
+	case now && !was:
+		close(s.idle)
+	case !now && was:
+		s.idle = make(chan struct{})
+	}
+}
+
+// caughtUp reports whether every live queue was polled and came back
+// empty. Call with mu held.
+func (s *liveState) caughtUp() bool {
+	if len(s.busy) < s.n {
+		return false
+	}
+	for _, b := range s.busy {
+		if b {
+			return false
+		}
+	}
+	return true
+}
+
+// waitIdle waits until the live queues are caught up or ctx ends.
+func (s *liveState) waitIdle(ctx context.Context) error {
+	s.mu.Lock()
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,414 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairq/fairq/queue"
+)
+
+// Defaults of Config, aws-sqsd's where it has the setting.
+const (
+	ConnectionsDefault            = 50
+	VisibilityTimeoutDefault      = 30 * time.Second
+	ErrorVisibilityTimeoutDefault = 300 * time.Second
+	MaxRetriesDefault             = 10
+	InactivityTimeoutDefault      = 180 * time.Second
+	ReceiveWaitDefault            = queue.MaxWait
+	BatchWindowDefault            = 20 * time.Millisecond
+	BackoffBaseDefault            = time.Second
+)
+
+// Sentinel errors.
+var (
+	ErrInvalidConfig = errors.New("invalid consumer config")
+	ErrStarted       = errors.New("worker already started")
+	// ErrStopTimeout is returned by Stop when jobs are still running after
+	// the grace period and the time given to release them; their
+	// messages come back after their visibility timeout.
+	ErrStopTimeout = errors.New("worker jobs did not end after the grace period")
+)
+
+// Backend is what the worker needs of a queue backend; queue.Backend
+// satisfies it.
+type Backend interface {
+	Send(ctx context.Context, queue string, entries []queue.Entry) ([]queue.SendResult, error)
+	Receive(ctx context.Context, queue string, opts queue.ReceiveOptions) ([]queue.Message, error)
+	Delete(ctx context.Context, queue string, handles []string) ([]error, error)
+	ChangeVisibility(ctx context.Context, queue string, changes []queue.VisibilityChange) ([]error, error)
+}
+
+var _ Backend = queue.Backend(nil)
+
+// Config configures a Worker. The worker.* keys of DESIGN.md §7 map to the
+// fields of the same names; zero fields take the defaults above.
+type Config struct {
+	Backend Backend     // required
+	Names   queue.Names // required: at least one live queue; an empty Overflow, Backlog or DLQ name turns that queue off
+	Handler Handler     // required: a *Push, a *LogHandler or the application's own
+
+	// Connections is the number of worker slots: messages held at once,
+	// from receive to outcome (worker.connections).
+	Connections int
+	// VisibilityTimeout is the visibility of a received message, kept up
+	// by the heartbeat while its job runs (worker.visibility_timeout).
+	VisibilityTimeout time.Duration
+	// ErrorVisibilityTimeout caps the backoff after a failure
+	// (worker.error_visibility_timeout).
+	ErrorVisibilityTimeout time.Duration
+	// MaxRetries is the number of deliveries, counted across queue moves,
+	// after which a failing message goes to the dead-letter queue
+	// (worker.max_retries).
+	MaxRetries int
+	// InactivityTimeout bounds one job: the handler's context ends then,
+	// and the attempt is a failure (worker.inactivity_timeout).
+	InactivityTimeout time.Duration
+	// BacklogAge moves a message older than this (since enqueue) to the
+	// backlog queue instead of running it, unless it is already there;
+	// 0 never does (worker.backlog_age).
+	BacklogAge time.Duration
+	// DropAge deletes a message older than this unprocessed; 0 never
+	// does (worker.drop_age).
+	DropAge time.Duration
+
+	// Limiter decides per message whether it runs now (package
+	// throttle); nil runs everything.
+	Limiter Limiter
+	// Backlog is told when a message ends; nil keeps no counters.
+	Backlog BacklogCounter
+
+	// ReceiveWait is the long-poll wait of a receive, at most 20 s.
+	ReceiveWait time.Duration
+	// BatchWindow is how long a delete, visibility change or move waits
+	// for others to share its batch call.
+	BatchWindow time.Duration
+	// BackoffBase is the backoff after a first failure, before jitter;
+	// it doubles with each attempt up to ErrorVisibilityTimeout.
+	BackoffBase time.Duration
+	// HeartbeatInterval is how often held messages are checked for
+	// extension; default VisibilityTimeout/3.
+	HeartbeatInterval time.Duration
+
+	Logger     *slog.Logger          // nil: slog.Default()
+	Registerer prometheus.Registerer // nil: metrics are kept but not registered
+	// NowFunc is the clock; default time.Now.
+	NowFunc func() time.Time
+	// RandFunc returns a uniform number in [0, 1) for backoff jitter;
+	// default math/rand/v2.Float64.
+	RandFunc func() float64
+}
+
+func (c Config) withDefaults() Config {
+	c.Connections = cmp.Or(c.Connections, ConnectionsDefault)
+	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, VisibilityTimeoutDefault)
+	c.ErrorVisibilityTimeout = cmp.Or(c.ErrorVisibilityTimeout, ErrorVisibilityTimeoutDefault)
+	c.MaxRetries = cmp.Or(c.MaxRetries, MaxRetriesDefault)
+	c.InactivityTimeout = cmp.Or(c.InactivityTimeout, InactivityTimeoutDefault)
+	c.ReceiveWait = cmp.Or(c.ReceiveWait, ReceiveWaitDefault)
+	c.BatchWindow = cmp.Or(c.BatchWindow, BatchWindowDefault)
+	c.BackoffBase = cmp.Or(c.BackoffBase, BackoffBaseDefault)
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, c.VisibilityTimeout/3)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	if c.NowFunc == nil {
+		c.NowFunc = time.Now
+	}
+	if c.RandFunc == nil {
+		c.RandFunc = rand.Float64
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Backend == nil {
+		bad("backend is nil")
+	}
+	if c.Handler == nil {
+		bad("handler is nil")
+	}
+	if len(c.Names.Live) == 0 {
+		bad("no live queues")
+	}
+	for _, n := range c.Names.Live {
+		if n == "" {
+			bad("empty live queue name")
+		}
+	}
+	if c.Connections < 1 {
+		bad("connections %d must be at least 1", c.Connections)
+	}
+	if c.VisibilityTimeout <= 0 || c.VisibilityTimeout > queue.MaxVisibility {
+		bad("visibility timeout %v is outside (0, %v]", c.VisibilityTimeout, queue.MaxVisibility)
+	}
+	if c.ErrorVisibilityTimeout < 0 || c.ErrorVisibilityTimeout > queue.MaxVisibility {
+		bad("error visibility timeout %v is outside [0, %v]", c.ErrorVisibilityTimeout, queue.MaxVisibility)
+	}
+	if c.MaxRetries < 1 {
+		bad("max retries %d must be at least 1", c.MaxRetries)
+	}
+	if c.InactivityTimeout <= 0 {
+		bad("inactivity timeout %v must be positive", c.InactivityTimeout)
+	}
+	if c.BacklogAge < 0 || c.DropAge < 0 {
+		bad("backlog age %v and drop age %v must not be negative", c.BacklogAge, c.DropAge)
+	}
+	if c.ReceiveWait < 0 || c.ReceiveWait > queue.MaxWait {
+		bad("receive wait %v is outside [0, %v]", c.ReceiveWait, queue.MaxWait)
+	}
+	if c.BatchWindow < 0 || c.BackoffBase <= 0 || c.HeartbeatInterval <= 0 || c.HeartbeatInterval >= c.VisibilityTimeout {
+		bad("batch window %v, backoff base %v and heartbeat interval %v (below the visibility timeout) must be positive",
+			c.BatchWindow, c.BackoffBase, c.HeartbeatInterval)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// errReleasing is the cause with which running jobs are cancelled when the
+// grace period of Stop ends: their messages are given back.
+var errReleasing = errors.New("worker stopping: grace period over")
+
+// Worker is the consumer daemon: it receives messages from the live,
+// overflow and backlog queues while it has free slots, applies the age
+// checks and the Limiter, runs the Handler under a heartbeat, and applies
+// the outcome (DESIGN.md §6). See the package documentation.
+type Worker struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+
+	slots     *slots
+	hb        *heartbeat
+	live      *liveState
+	batchNeed int   // slots a poller in batch mode waits for
+	maxExtra  int32 // extra pollers allowed, all queues together
+	extras    atomic.Int32
+
+	deletes *batcher[string]
+	changes *batcher[queue.VisibilityChange]
+	sends   *batcher[queue.Entry]
+
+	mu      sync.Mutex
+	started bool
+	stopCh  chan context.Context // size 1: the grace of the first Stop
+	done    chan struct{}        // closed when everything has ended
+
+	pollers sync.WaitGroup
+	jobs    sync.WaitGroup
+}
+
+// New returns a Worker, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Worker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("consumer metrics: %w", err)
+	}
+	w := &Worker{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		metrics:   m,
+		slots:     newSlots(cfg.Connections),
+		live:      newLiveState(len(cfg.Names.Live)),
+		batchNeed: min(queue.MaxBatch, max(1, (cfg.Connections+9)/10)),
+		maxExtra:  int32(max(1, cfg.Connections/queue.MaxBatch)),
+		stopCh:    make(chan context.Context, 1),
+		done:      make(chan struct{}),
+	}
+	w.hb = newHeartbeat(cfg.Backend, cfg.VisibilityTimeout, cfg.HeartbeatInterval, cfg.NowFunc, w.log, m)
+	w.deletes = newBatcher(cfg.BatchWindow, w.deleteBatch)
+	w.changes = newBatcher(cfg.BatchWindow, w.changeBatch)
+	w.sends = newBatcher(cfg.BatchWindow, w.sendBatch)
+	return w, nil
+}
+
+// Start starts receiving. Cancelling ctx abandons the worker as a crash
+// would: receiving stops, running jobs are cancelled and their messages
+// are left to come back after their visibility timeout; Stop then only
+// waits for the goroutines. For a graceful stop, call Stop.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return ErrStarted
+	}
+	w.started = true
+
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	jobCtx, cancelJobs := context.WithCancelCause(ctx)
+	hbCtx, stopHeartbeat := context.WithCancel(ctx)
+	ioCtx := context.WithoutCancel(ctx) // batch calls outlive a cancelled ctx: they finish what jobs decided
+
+	w.deletes.start(ioCtx)
+	w.changes.start(ioCtx)
+	w.sends.start(ioCtx)
+	heartbeatDone := make(chan struct{})
+	go func() {
+		defer close(heartbeatDone)
+		w.hb.run(hbCtx)
+	}()
+
+	for _, q := range w.cfg.Names.Live {
+		w.spawn(pollCtx, jobCtx, poller{queue: q, class: classLive})
+	}
+	if q := w.cfg.Names.Overflow; q != "" {
+		w.spawn(pollCtx, jobCtx, poller{queue: q, class: classOverflow})
+	}
+	if q := w.cfg.Names.Backlog; q != "" {
+		w.spawn(pollCtx, jobCtx, poller{queue: q, class: classBacklog})
+	}
+
+	// The supervisor owns the shutdown, in this order: stop receiving;
+	// let jobs finish within the grace period, then cancel the rest,
+	// whose messages are given back at visibility 0; stop the heartbeat
+	// once no job holds a message; flush the moves, then the visibility
+	// changes, then the deletes (a move's send ends in a delete).
+	go func() {
+		defer close(w.done)
+		var grace context.Context
+		select {
+		case <-ctx.Done():
+		case grace = <-w.stopCh:
+		}
+		stopPolling()
+		w.pollers.Wait()
+		jobsDone := make(chan struct{})
+		go func() {
+			w.jobs.Wait()
+			close(jobsDone)
+		}()
+		if grace != nil {
+			select {
+			case <-jobsDone:
+			case <-grace.Done():
+				cancelJobs(errReleasing)
+			case <-ctx.Done():
+			}
+		}
+		<-jobsDone
+		cancelJobs(nil)
+		stopHeartbeat()
+		<-heartbeatDone
+		w.sends.close()
+		w.changes.close()
+		w.deletes.close()
+	}()
+	return nil
+}
+
+// releaseTimeout is how long Stop waits, after its grace period, for the
+// cancelled jobs to give their messages back.
+const releaseTimeout = 10 * time.Second
+
+// Stop stops the worker gracefully: it stops receiving, lets running jobs
+// finish until ctx ends (the grace period), then cancels the rest and gives
+// their messages back at visibility 0, flushes the pending deletes and
+// returns. It returns ErrStopTimeout if jobs still run releaseTimeout after
+// ctx ended (a handler that ignores its context). Stop is idempotent; Stop
+// before Start does nothing.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started {
+		w.mu.Unlock()
+		return nil
+	}
+	select {
+	case w.stopCh <- ctx:
+	default: // a Stop came first
+	}
+	w.mu.Unlock()
+
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(releaseTimeout)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return nil
+	case <-t.C:
+		return ErrStopTimeout
+	}
+}
+
+// Done returns a channel closed when the worker has stopped, after Stop or
+// after the context given to Start ended.
+func (w *Worker) Done() <-chan struct{} { return w.done }
+
+// deleteBatch is the call of the deletes batcher.
+func (w *Worker) deleteBatch(ctx context.Context, q string, handles []string) ([]error, error) {
+	errs, err := w.cfg.Backend.Delete(ctx, q, handles)
+	w.countBatchErrors("delete", len(handles), errs, err)
+	return errs, err
+}
+
+// changeBatch is the call of the visibility batcher.
+func (w *Worker) changeBatch(ctx context.Context, q string, changes []queue.VisibilityChange) ([]error, error) {
+	errs, err := w.cfg.Backend.ChangeVisibility(ctx, q, changes)
+	w.countBatchErrors("change_visibility", len(changes), errs, err)
+	return errs, err
+}
+
+// entryIDs are the batch entry ids of sends: the index in the batch.
+var entryIDs = func() (ids [queue.MaxBatch]string) {
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	return ids
+}()
+
+// sendBatch is the call of the moves batcher.
+func (w *Worker) sendBatch(ctx context.Context, q string, entries []queue.Entry) ([]error, error) {
+	for i := range entries {
+		entries[i].ID = entryIDs[i]
+	}
+	results, err := w.cfg.Backend.Send(ctx, q, entries)
+	var errs []error
+	if err == nil {
+		errs = make([]error, len(entries))
+		for i, r := range results {
+			if i < len(errs) {
+				errs[i] = r.Err
+			}
+		}
+		for i := len(results); i < len(errs); i++ {
+			errs[i] = errors.New("send: no result for entry")
+		}
+	}
+	w.countBatchErrors("send", len(entries), errs, err)
+	return errs, err
+}
+
+func (w *Worker) countBatchErrors(op string, n int, errs []error, err error) {
+	failed := 0
+	if err != nil {
+		failed = n
+	} else {
+		for _, e := range errs {
+			if e != nil {
+				failed++
+			}
+		}
+	}
+	if failed > 0 {
+		w.metrics.batchErrors.WithLabelValues(op).Add(float64(failed))
+		w.log.Warn("batch call failed", "op", op, "failed", failed, "of", n, "err", cmp.Or(err, errors.Join(errs...)))
+	}
+}
