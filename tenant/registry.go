@@ -1,0 +1,509 @@
+package tenant
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/config"
+)
+
+// Config configures a Registry.
+type Config struct {
+	// Tenants are the tenants of the configuration file.
+	Tenants []config.Tenant
+	// Defaults are the limits of a tenant that sets none; unset fields
+	// take config.Default's.
+	Defaults config.Limits
+	// Redis, when set, holds the records of the admin API for the whole
+	// fleet; nil keeps them in this process.
+	Redis redis.UniversalClient
+	// Prefix goes in front of every Redis key ("fairq:").
+	Prefix string
+	// Refresh is how often the Redis version counter is polled; zero uses
+	// RefreshDefault.
+	Refresh time.Duration
+	// Logger receives lines about Redis going away and coming back; nil
+	// discards.
+	Logger *slog.Logger
+	// Registerer receives fairq_tenants and fairq_redis_degraded
+	// {component="tenants"}; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Now is the clock that dates keys and records; nil uses time.Now.
+	Now func() time.Time
+}
+
+// RefreshDefault is Config.Refresh's default: a change made on one process
+// is seen by all within a second.
+const RefreshDefault = 500 * time.Millisecond
+
+func (c Config) withDefaults() Config {
+	c.Refresh = cmp.Or(c.Refresh, RefreshDefault)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Registry holds the tenants and authenticates API keys. It is safe for
+// concurrent use; reads never wait for Redis.
+type Registry struct {
+	cfg      Config
+	limits   config.Config // Defaults only: resolves and validates limits
+	file     map[string]config.Tenant
+	store    store
+	snap     atomic.Pointer[snapshot]
+	count    prometheus.Gauge
+	degraded prometheus.Gauge
+	failed   prometheus.Counter
+
+	reload sync.Mutex // one reload at a time
+	down   atomic.Bool
+
+	mu      sync.Mutex
+	started bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// snapshot is an immutable view of the registry.
+type snapshot struct {
+	version int64
+	tenants map[string]*Tenant
+	byHash  map[[32]byte]*keyEntry
+	changed chan struct{} // closed when a newer snapshot replaces this one
+}
+
+type keyEntry struct {
+	hash   [32]byte
+	tenant *Tenant
+}
+
+// New returns a registry holding the tenants of the file. It fails when a
+// tenant id, a key hash or a limit of the file is invalid, an id repeats or
+// a key belongs to two tenants. Call Start before serving so that the
+// records of the admin API are loaded.
+func New(cfg Config) (*Registry, error) {
+	cfg = cfg.withDefaults()
+	r := &Registry{
+		cfg:    cfg,
+		limits: config.Config{Defaults: cfg.Defaults},
+		file:   make(map[string]config.Tenant, len(cfg.Tenants)),
+	}
+	for _, t := range cfg.Tenants {
+		if err := checkID(t.ID); err != nil {
+			return nil, err
+		}
+		if _, dup := r.file[t.ID]; dup {
+			return nil, fmt.Errorf("%w: tenant %q defined twice", ErrInvalid, t.ID)
+		}
+		if err := r.limits.ValidateLimits(t.Limits); err != nil {
+			return nil, fmt.Errorf("%w: tenant %q: %w", ErrInvalid, t.ID, err)
+		}
+		for _, k := range t.APIKeys {
+			if _, err := parseHash(k); err != nil {
+				return nil, fmt.Errorf("tenant %q: %w", t.ID, err)
+			}
+		}
+		r.file[t.ID] = t
+	}
+	if cfg.Redis != nil {
+		r.store = &redisStore{c: cfg.Redis, keys: newRedisKeys(cfg.Prefix)}
+	} else {
+		r.store = newMemStore()
+	}
+	s, err := r.build(0, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	r.snap.Store(s)
+	if err := r.metrics(); err != nil {
+		return nil, err
+	}
+	r.count.Set(float64(len(s.tenants)))
+	return r, nil
+}
+
+func (r *Registry) metrics() error {
+	r.count = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairq_tenants", Help: "Tenants in the registry."})
+	degraded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fairq_redis_degraded",
+		Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
+	}, []string{"component"})
+	failed := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fairq_redis_fallback_total",
+		Help: "Operations answered from local state because Redis was unreachable, by component.",
+	}, []string{"component"})
+	if reg := r.cfg.Registerer; reg != nil {
+		if err := reg.Register(r.count); err != nil {
+			return err
+		}
+		var err error
+		if degraded, err = registerVec(reg, degraded); err != nil {
+			return err
+		}
+		if failed, err = registerVec(reg, failed); err != nil {
+			return err
+		}
+	}
+	r.degraded = degraded.WithLabelValues("tenants")
+	r.failed = failed.WithLabelValues("tenants")
+	return nil
+}
+
+// registerVec registers c, or returns the equal collector registered before
+// by another component.
+func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
+
+// Start loads the stored records and, with Redis, polls for changes until
+// Stop. If Redis cannot be reached, the registry starts from the file and
+// keeps trying.
+func (r *Registry) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("tenant: registry already started")
+	}
+	r.started = true
+	err := r.Reload(ctx)
+	if err != nil && !errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	r.health(err)
+	if r.cfg.Redis == nil {
+		return nil
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	go r.poll(loopCtx)
+	return nil
+}
+
+// Stop ends the polling and waits for it. It is idempotent.
+func (r *Registry) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	cancel, done := r.cancel, r.done
+	r.cancel = nil
+	r.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Registry) poll(ctx context.Context) {
+	defer close(r.done)
+	t := time.NewTicker(r.cfg.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, r.cfg.Refresh)
+		v, err := r.store.version(pctx)
+		if err == nil && v != r.snap.Load().version {
+			err = r.Reload(pctx)
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		r.health(err)
+	}
+}
+
+// health logs and counts the transitions of Redis between reachable and
+// not.
+func (r *Registry) health(err error) {
+	if err == nil {
+		if r.down.Swap(false) {
+			r.degraded.Set(0)
+			r.cfg.Logger.Info("redis is back; tenant records are current again", "component", "tenants")
+		}
+		return
+	}
+	r.failed.Inc()
+	if !r.down.Swap(true) {
+		r.degraded.Set(1)
+		r.cfg.Logger.Warn("redis unreachable; serving the tenant records last loaded", "component", "tenants", "err", err)
+	}
+}
+
+// Reload loads the stored records now. The poll calls it when the version
+// moves; a change made through this registry calls it itself.
+func (r *Registry) Reload(ctx context.Context) error {
+	r.reload.Lock()
+	defer r.reload.Unlock()
+	v, recs, err := r.store.load(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := r.build(v, recs, false)
+	if err != nil {
+		return err
+	}
+	old := r.snap.Swap(s)
+	close(old.changed)
+	r.count.Set(float64(len(s.tenants)))
+	return nil
+}
+
+// build makes a snapshot of the file overlaid with the records. A key held
+// by two tenants is an error when strict, else it stays with the first
+// tenant by id and the other loses it.
+func (r *Registry) build(version int64, recs map[string]record, strict bool) (*snapshot, error) {
+	s := &snapshot{
+		version: version,
+		tenants: make(map[string]*Tenant, len(r.file)+len(recs)),
+		byHash:  make(map[[32]byte]*keyEntry),
+		changed: make(chan struct{}),
+	}
+	for id, ft := range r.file {
+		if _, ok := recs[id]; ok {
+			continue
+		}
+		t := &Tenant{ID: id, Limits: r.limits.Resolve(ft.Limits), Overrides: ft.Limits, FromConfig: true}
+		for _, h := range ft.APIKeys {
+			sum, _ := parseHash(h) // checked in New
+			t.Keys = append(t.Keys, Key{ID: idOf(sum), Hash: h})
+		}
+		s.tenants[id] = t
+	}
+	for id, rec := range recs {
+		if rec.Deleted {
+			continue
+		}
+		l := config.Limits(rec.Limits)
+		t := &Tenant{ID: id, Limits: r.limits.Resolve(l), Overrides: l}
+		for _, k := range rec.Keys {
+			key := Key{ID: k.ID, Hash: k.Hash}
+			if k.Created != 0 {
+				key.CreatedAt = time.UnixMilli(k.Created).UTC()
+			}
+			t.Keys = append(t.Keys, key)
+		}
+		s.tenants[id] = t
+	}
+	ids := slices.Sorted(maps.Keys(s.tenants))
+	for _, id := range ids {
+		t := s.tenants[id]
+		for _, k := range t.Keys {
+			sum, err := parseHash(k.Hash)
+			if err != nil {
+				return nil, fmt.Errorf("tenant %q: key %s: %w", t.ID, k.ID, err)
+			}
+			if other, dup := s.byHash[sum]; dup {
+				if strict {
+					return nil, fmt.Errorf("%w: a key of tenant %q is also a key of tenant %q", ErrInvalid, t.ID, other.tenant.ID)
+				}
+				r.cfg.Logger.Error("an API key belongs to two tenants; it stays with the first", "tenant", other.tenant.ID, "other", t.ID, "key_id", k.ID)
+				continue
+			}
+			s.byHash[sum] = &keyEntry{hash: sum, tenant: t}
+		}
+	}
+	return s, nil
+}
+
+// Authenticate returns the tenant whose API key this is, or
+// ErrUnauthorized.
+func (r *Registry) Authenticate(key string) (Tenant, error) {
+	if key == "" || len(key) > MaxKeyLength {
+		return Tenant{}, ErrUnauthorized
+	}
+	sum := sha256.Sum256([]byte(key))
+	e := r.snap.Load().byHash[sum]
+	if e == nil || subtle.ConstantTimeCompare(e.hash[:], sum[:]) != 1 {
+		return Tenant{}, ErrUnauthorized
+	}
+	return *e.tenant, nil
+}
+
+// Get returns a tenant.
+func (r *Registry) Get(id string) (Tenant, bool) {
+	t, ok := r.snap.Load().tenants[id]
+	if !ok {
+		return Tenant{}, false
+	}
+	return clone(t), true
+}
+
+// List returns every tenant, by id.
+func (r *Registry) List() []Tenant {
+	s := r.snap.Load()
+	out := make([]Tenant, 0, len(s.tenants))
+	for _, t := range s.tenants {
+		out = append(out, clone(t))
+	}
+	slices.SortFunc(out, func(a, b Tenant) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Len returns the number of tenants.
+func (r *Registry) Len() int { return len(r.snap.Load().tenants) }
+
+// Changed returns a channel closed at the next change this registry sees.
+func (r *Registry) Changed() <-chan struct{} { return r.snap.Load().changed }
+
+func clone(t *Tenant) Tenant {
+	c := *t
+	c.Keys = slices.Clone(t.Keys)
+	return c
+}
+
+// Put sets a tenant's own limits (nil fields follow the defaults), creating
+// the tenant if it does not exist; created says which. Its keys are kept.
+func (r *Registry) Put(ctx context.Context, id string, limits config.Limits) (t Tenant, created bool, err error) {
+	if err := checkID(id); err != nil {
+		return Tenant{}, false, err
+	}
+	if err := r.limits.ValidateLimits(limits); err != nil {
+		return Tenant{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	err = r.update(ctx, id, func(rec *record, exists bool) error {
+		created = !exists
+		rec.Limits = limitsJSON(limits)
+		return nil
+	})
+	if err != nil {
+		return Tenant{}, false, err
+	}
+	t, _ = r.Get(id)
+	return t, created, nil
+}
+
+// Delete deletes a tenant and with it its keys.
+func (r *Registry) Delete(ctx context.Context, id string) error {
+	return r.update(ctx, id, func(rec *record, exists bool) error {
+		if !exists {
+			return fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		*rec = record{Deleted: true}
+		return nil
+	})
+}
+
+// IssueKey makes a new API key for a tenant and returns it with its id.
+// The key is not kept: this is the only time it is seen.
+func (r *Registry) IssueKey(ctx context.Context, id string) (kid, key string, err error) {
+	key = newKey()
+	sum := sha256.Sum256([]byte(key))
+	kid = idOf(sum)
+	err = r.update(ctx, id, func(rec *record, exists bool) error {
+		switch {
+		case !exists:
+			return fmt.Errorf("%w: %q", ErrNotFound, id)
+		case len(rec.Keys) >= MaxKeys:
+			return fmt.Errorf("%w: tenant %q has %d", ErrTooManyKeys, id, len(rec.Keys))
+		}
+		rec.Keys = append(rec.Keys, keyRecord{ID: kid, Hash: HashKey(key), Created: r.cfg.Now().UnixMilli()})
+		return nil
+	})
+	if err != nil {
+		return "", "", err
+	}
+	return kid, key, nil
+}
+
+// RevokeKey removes one API key of a tenant.
+func (r *Registry) RevokeKey(ctx context.Context, id, keyID string) error {
+	return r.update(ctx, id, func(rec *record, exists bool) error {
+		if !exists {
+			return fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		i := slices.IndexFunc(rec.Keys, func(k keyRecord) bool { return k.ID == keyID })
+		if i < 0 {
+			return fmt.Errorf("%w: tenant %q has no key %q", ErrKeyNotFound, id, keyID)
+		}
+		rec.Keys = slices.Delete(rec.Keys, i, i+1)
+		return nil
+	})
+}
+
+// maxConflicts bounds the retries of an update that keeps meeting
+// concurrent ones.
+const maxConflicts = 10
+
+// update applies change to a tenant's record, starting from the file's
+// definition when there is no record yet, and stores it over the revision
+// it read; exists says whether the tenant exists before the change.
+func (r *Registry) update(ctx context.Context, id string, change func(rec *record, exists bool) error) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	for range maxConflicts {
+		cur, err := r.store.get(ctx, id)
+		if err != nil {
+			return err
+		}
+		rec, exists := cur.rec, cur.rev != 0 && !cur.rec.Deleted
+		if cur.rev == 0 {
+			if ft, ok := r.file[id]; ok {
+				rec, exists = r.fromFile(ft), true
+			}
+		}
+		if cur.rev != 0 && cur.rec.Deleted {
+			rec = record{}
+		}
+		rec.Keys = slices.Clone(rec.Keys)
+		if err := change(&rec, exists); err != nil {
+			return err
+		}
+		rec.Updated = r.cfg.Now().UnixMilli()
+		ok, err := r.store.put(ctx, id, cur.rev, rec)
+		if err != nil {
+			return err
+		}
+		if ok {
+			// Stored; should the reload fail, the poll brings it.
+			if err := r.Reload(ctx); err != nil {
+				r.cfg.Logger.Warn("tenant change stored but not reloaded", "tenant", id, "err", err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("tenant %q: %d concurrent changes in a row; try again", id, maxConflicts)
+}
+
+// fromFile returns the record equal to a tenant of the file.
+func (r *Registry) fromFile(ft config.Tenant) record {
+	rec := record{Limits: limitsJSON(ft.Limits)}
+	for _, h := range ft.APIKeys {
+		sum, _ := parseHash(h)
+		rec.Keys = append(rec.Keys, keyRecord{ID: idOf(sum), Hash: h})
+	}
+	return rec
+}
