@@ -7,6 +7,14 @@
 // resolved from the repository's node_modules (installed by `npm ci`).
 import { buildApp } from "fauxqs";
 
+// fauxqs 1.9.2 checks message bodies with a regular expression without the
+// u flag, so it rejects every character above U+FFFF (emoji, for one), which
+// Amazon SQS accepts (#x10000 to #x10FFFF). Its module instance is shared
+// with the emulator, so the check is replaced there by SQS's own rule.
+const sqsTypes = await import(new URL("./sqs/sqsTypes.js", import.meta.resolve("fauxqs")));
+const invalidChar = /[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+sqsTypes.INVALID_MESSAGE_BODY_CHAR.test = (s) => invalidChar.test(s);
+
 const app = buildApp({ logger: false });
 const addr = await app.listen({ port: 0, host: "127.0.0.1" });
 process.stdout.write(addr + "\n");

@@ -54,7 +54,8 @@ func TestSQSBackend(t *testing.T) {
 	if res, err := b.Create(ctx, queue.Spec{Name: name}); err != nil || res != queue.Created {
 		t.Fatalf("Create = %v, %v; want created", res, err)
 	}
-	sent, err := b.Send(ctx, name, []queue.Entry{{ID: "a", Body: "hello"}})
+	const body = "hello 🚀" // above U+FFFF: the launcher lifts fauxqs's limit to SQS's
+	sent, err := b.Send(ctx, name, []queue.Entry{{ID: "a", Body: body}})
 	if err != nil || sent[0].Err != nil {
 		t.Fatalf("Send = %+v, %v", sent, err)
 	}
@@ -62,7 +63,7 @@ func TestSQSBackend(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Receive: %v", err)
 	}
-	if len(msgs) != 1 || msgs[0].Body != "hello" {
+	if len(msgs) != 1 || msgs[0].Body != body {
 		t.Fatalf("Receive = %+v, want the message sent", msgs)
 	}
 }
