@@ -72,9 +72,27 @@ var sqsOps = []string{
 	"CreateQueue", "SetQueueAttributes",
 }
 
-// SQS is the Backend on Amazon SQS (or an emulator speaking its JSON
-// protocol). Queues are addressed by name; their URLs are looked up once with
-// GetQueueUrl and cached. It is safe for concurrent use.
+// SQS is the Backend on Amazon SQS, or on an emulator speaking its JSON
+// protocol. It is safe for concurrent use.
+//
+// Choices where the Backend contract leaves room:
+//   - Queues are addressed by name; each URL is looked up once with
+//     GetQueueUrl and cached, and forgotten when SQS says the queue does not
+//     exist, so that a queue created again is found.
+//   - Requests are checked as SQS would check them before they are sent
+//     (batch sizes, entry ids, bodies, attributes, delays, the 1 MiB cap),
+//     with the helpers Memory uses, so that both backends fail alike and a
+//     bad entry costs no request. Entries over a queue's own, smaller
+//     MaximumMessageSize are refused by SQS and come back as ErrTooLarge.
+//   - Durations are sent in whole seconds, rounded up, so that a delay,
+//     wait or visibility timeout is never shorter than asked.
+//   - Entry.Delay 0 and ReceiveOptions.Visibility 0 leave the queue's
+//     default in force, as in Memory.
+//   - Failed entries map to ErrReceiptHandle (invalid handle, message not in
+//     flight), ErrTooLarge, or ErrInvalidEntry for any other fault of the
+//     sender; a fault of the service is returned as is, worth a retry.
+//   - Every HTTP attempt counts in fairq_sqs_requests_total{op}, retries
+//     included, because SQS bills each one.
 type SQS struct {
 	client   *sqs.Client
 	log      *slog.Logger
@@ -159,23 +177,30 @@ func sqsCountAttempts(requests *prometheus.CounterVec) func(*middleware.Stack) e
 }
 
 // queueURL returns the URL of a queue by name, from the cache or GetQueueUrl.
+// Concurrent lookups of one name share a single request.
 func (s *SQS) queueURL(ctx context.Context, name string) (string, error) {
 	if u, ok := s.urls.Load(name); ok {
 		return u.(string), nil
 	}
-	v, err, _ := s.urlGroup.Do(name, func() (any, error) {
-		out, err := s.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
-		if err != nil {
-			return "", err
-		}
-		u := aws.ToString(out.QueueUrl)
-		s.urls.Store(name, u)
-		return u, nil
-	})
+	v, err, shared := s.urlGroup.Do(name, func() (any, error) { return s.lookupURL(ctx, name) })
+	if err != nil && shared && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// The caller whose request was shared gave up; this one has not.
+		v, err = s.lookupURL(ctx, name)
+	}
 	if err != nil {
 		return "", sqsError(err)
 	}
 	return v.(string), nil
+}
+
+func (s *SQS) lookupURL(ctx context.Context, name string) (string, error) {
+	out, err := s.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", err
+	}
+	u := aws.ToString(out.QueueUrl)
+	s.urls.Store(name, u)
+	return u, nil
 }
 
 // callErr wraps the error of a whole call and forgets a queue's URL when the
