@@ -50,13 +50,18 @@ func (p *Pool) ShardSize() int { return p.k }
 // Changing this function moves tenants between queues: the golden test
 // pins its output.
 func (p *Pool) Shard(tenant string) Shard {
-	st := splitmix{xxhash.Sum64String(tenant)}
+	g := splitmix{xxhash.Sum64String(tenant)}
 	var s Shard
 	s.n = int8(p.k)
-	i := 0
-	for j := p.n - p.k; j < p.n; j++ {
-		t := uint16(st.below(uint64(j) + 1))
-		for _, x := range s.q[:i] {
+	q := s.q[:p.k]
+	for i, j := 0, p.n-p.k; i < len(q); i, j = i+1, j+1 {
+		bound := uint64(j) + 1
+		hi, lo := bits.Mul64(g.next(), bound)
+		if lo < bound {
+			hi = g.reject(bound, hi, lo)
+		}
+		t := uint16(hi)
+		for _, x := range q[:i] {
 			if x == t {
 				t = uint16(j)
 				break
@@ -64,12 +69,11 @@ func (p *Pool) Shard(tenant string) Shard {
 		}
 		// Insert in order; k is small.
 		m := i
-		for m > 0 && s.q[m-1] > t {
-			s.q[m] = s.q[m-1]
+		for m > 0 && q[m-1] > t {
+			q[m] = q[m-1]
 			m--
 		}
-		s.q[m] = t
-		i++
+		q[m] = t
 	}
 	return s
 }
@@ -86,15 +90,13 @@ func (g *splitmix) next() uint64 {
 	return z ^ (z >> 31)
 }
 
-// below returns a uniform integer in [0, n) by Lemire's multiply-and-reject
-// method.
-func (g *splitmix) below(n uint64) uint64 {
-	hi, lo := bits.Mul64(g.next(), n)
-	if lo < n {
-		thresh := -n % n
-		for lo < thresh {
-			hi, lo = bits.Mul64(g.next(), n)
-		}
+// reject completes Lemire's multiply-and-reject draw of a uniform integer
+// in [0, bound) when the first product (hi, lo) fell in the biased zone:
+// it draws again while lo < 2^64 mod bound.
+func (g *splitmix) reject(bound, hi, lo uint64) uint64 {
+	thresh := -bound % bound
+	for lo < thresh {
+		hi, lo = bits.Mul64(g.next(), bound)
 	}
 	return hi
 }
