@@ -15,7 +15,12 @@ import (
 //
 // A loop whose last receive came back empty is in watch mode: it reserves
 // one slot and long-polls for one message, so that an idle worker holds
-// few slots and makes one empty receive per queue per ReceiveWait. Once a
+// few slots and makes one empty receive per queue per ReceiveWait. It
+// long-polls for the whole ReceiveWait only while enough slots are left
+// free for every other loop to reserve one too; when slots are scarce (a
+// busy worker, or fewer slots than queues) it polls for batchWait, so that
+// a slot is never held for long on a queue with nothing in it while
+// another queue has work. Once a
 // receive returned messages, the loop is in batch mode: it waits until it
 // can reserve a batch (Connections/10 slots, at least 1, at most 10) and
 // receives up to 10 with a short wait, so that a busy worker receives in
@@ -25,7 +30,10 @@ import (
 // live loops leave, but after overflowPatience of waiting it queues with
 // them, so that overflow cannot starve under a steady live load. The
 // backlog loop polls only while the latest receive of every live queue
-// came back empty, and then only from what the others leave.
+// came back empty ("caught up"); it then queues for slots at the same
+// priority as the live loops that watch their empty queues, first come
+// first served, so that the backlog is worked even with fewer slots than
+// queues while a message arriving on a live queue is still seen at once.
 
 // batchWait is the long-poll wait in batch mode: short, since the queue
 // just had messages, so that a queue that has emptied gives its reserved
@@ -39,10 +47,32 @@ const overflowPatience = 2 * time.Second
 // receiveRetryMax caps the pause after failed receives.
 const receiveRetryMax = 30 * time.Second
 
+// class is the kind of queue a loop receives from.
+type class int
+
+const (
+	classLive class = iota
+	classOverflow
+	classBacklog
+)
+
 type poller struct {
 	queue string
 	class class
 	extra bool
+}
+
+// priority returns the priority of the loop's next reservation.
+func (w *Worker) priority(p poller, batch bool) prio {
+	switch {
+	case p.class == classBacklog:
+		return prioIdle
+	case p.class == classOverflow:
+		return prioOverflow
+	case !batch && w.live.isIdle():
+		return prioIdle
+	}
+	return prioLive
 }
 
 // spawn starts a receive loop.
@@ -61,9 +91,16 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	}
 	batch := p.extra
 	failures := 0
+	w.contenders.Add(1)
+	defer w.contenders.Add(-1)
 	for ctx.Err() == nil {
-		if p.class == classBacklog && w.live.waitIdle(ctx) != nil {
-			return
+		if p.class == classBacklog && !w.live.isIdle() {
+			w.contenders.Add(-1) // not competing for slots while it waits
+			err := w.live.waitIdle(ctx)
+			w.contenders.Add(1)
+			if err != nil {
+				return
+			}
 		}
 		need, most := 1, 1
 		wait := w.cfg.ReceiveWait
@@ -71,15 +108,22 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			need, most = w.batchNeed, queue.MaxBatch
 			wait = min(wait, batchWait)
 		}
-		n, err := w.acquire(ctx, p.class, need, most)
+		pr := w.priority(p, batch)
+		n, err := w.acquire(ctx, pr, need, most)
 		if err != nil {
 			return
 		}
-		w.metrics.busy.Set(float64(w.cfg.Connections - w.slots.available()))
+		holding := w.holding.Add(1)
+		spare := w.slots.available()
+		w.metrics.busy.Set(float64(w.cfg.Connections - spare))
+		if !batch && int64(spare) < w.contenders.Load()-holding {
+			wait = min(wait, batchWait) // slots are scarce: do not sit on this one
+		}
 		received := w.cfg.NowFunc()
 		msgs, err := w.cfg.Backend.Receive(ctx, p.queue, queue.ReceiveOptions{
 			Max: n, Wait: wait, Visibility: w.cfg.VisibilityTimeout,
 		})
+		w.holding.Add(-1)
 		w.slots.release(n - len(msgs))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -116,31 +160,31 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			return
 		}
 		batch = true
-		if full && w.grow(p) {
+		if full && w.grow(pr) {
 			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true})
 		}
 	}
 }
 
-// acquire reserves slots for a receive of class c.
-func (w *Worker) acquire(ctx context.Context, c class, need, most int) (int, error) {
-	if c != classOverflow {
-		return w.slots.acquire(ctx, c, need, most)
+// acquire reserves slots for a receive at priority pr.
+func (w *Worker) acquire(ctx context.Context, pr prio, need, most int) (int, error) {
+	if pr != prioOverflow {
+		return w.slots.acquire(ctx, pr, need, most)
 	}
 	pctx, cancel := context.WithTimeout(ctx, overflowPatience)
-	n, err := w.slots.acquire(pctx, c, need, most)
+	n, err := w.slots.acquire(pctx, pr, need, most)
 	cancel()
 	if err == nil || ctx.Err() != nil {
 		return n, err
 	}
-	return w.slots.acquire(ctx, classLive, need, most)
+	return w.slots.acquire(ctx, prioLive, need, most)
 }
 
 // grow reports whether a queue whose receive came back full may get an
 // extra loop: there is room for one, a batch of slots is free, and no loop
-// of its class or above waits for slots.
-func (w *Worker) grow(p poller) bool {
-	if w.slots.available() < w.batchNeed || w.slots.waiting(p.class) > 0 {
+// of its priority or above waits for slots.
+func (w *Worker) grow(pr prio) bool {
+	if w.slots.available() < w.batchNeed || w.slots.waiting(pr) > 0 {
 		return false
 	}
 	for {
@@ -206,6 +250,13 @@ func (s *liveState) caughtUp() bool {
 		}
 	}
 	return true
+}
+
+// isIdle reports whether the live queues are caught up.
+func (s *liveState) isIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caughtUp()
 }
 
 // waitIdle waits until the live queues are caught up or ctx ends.

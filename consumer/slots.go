@@ -6,35 +6,30 @@ import (
 	"sync"
 )
 
-// class is a polling priority: live queues first, then overflow, then the
-// backlog.
-type class int
+// prio is the priority of a slot reservation.
+type prio int
 
 const (
-	classLive class = iota
-	classOverflow
-	classBacklog
-	nClasses
+	prioLive     prio = iota // live queues, while the pool is not caught up
+	prioOverflow             // the overflow queue: what live leaves
+	prioIdle                 // the backlog, and live queues watched while the pool is caught up
+	nPrios
 )
-
-func (c class) String() string {
-	return [...]string{"live", "overflow", "backlog"}[c]
-}
 
 // slots counts the worker's free slots (Config.Connections). A poller
 // reserves slots before it receives, so that the worker never holds more
 // messages than it can run; each message received keeps its slot until its
 // job ends, and the slots a receive did not fill are given back.
 //
-// Waiters are served strictly by class, then first come first served: a
-// waiter is served only when every waiter before it, in its class and in
-// the classes above, has been. So overflow gets only the capacity live
-// pollers leave, and a batch waiter is not overtaken by single ones.
+// Waiters are served strictly by priority, then first come first served: a
+// waiter is served only when every waiter before it, at its priority and
+// above, has been. So overflow gets only the capacity live loops leave, and
+// a batch waiter is not overtaken by single ones.
 type slots struct {
 	mu      sync.Mutex
 	size    int
 	free    int
-	waiters [nClasses][]*slotWaiter
+	waiters [nPrios][]*slotWaiter
 }
 
 type slotWaiter struct {
@@ -45,8 +40,8 @@ type slotWaiter struct {
 func newSlots(n int) *slots { return &slots{size: n, free: n} }
 
 // acquire reserves between need and max slots, waiting until at least need
-// are free and every earlier waiter of its class or above was served.
-func (s *slots) acquire(ctx context.Context, c class, need, max int) (int, error) {
+// are free and every earlier waiter of its priority or above was served.
+func (s *slots) acquire(ctx context.Context, c prio, need, max int) (int, error) {
 	need = min(need, s.size, max)
 	s.mu.Lock()
 	if s.free >= need && s.noneWaiting(c) {
@@ -90,7 +85,7 @@ func (s *slots) release(n int) {
 
 // grant serves waiters in order while slots allow. Call with mu held.
 func (s *slots) grant() {
-	for c := range nClasses {
+	for c := range nPrios {
 		for len(s.waiters[c]) > 0 {
 			w := s.waiters[c][0]
 			if s.free < w.need {
@@ -105,9 +100,9 @@ func (s *slots) grant() {
 	}
 }
 
-// noneWaiting reports whether no waiter of class c or above waits. Call
+// noneWaiting reports whether no waiter of priority c or above waits. Call
 // with mu held.
-func (s *slots) noneWaiting(c class) bool {
+func (s *slots) noneWaiting(c prio) bool {
 	for k := range c + 1 {
 		if len(s.waiters[k]) > 0 {
 			return false
@@ -116,8 +111,8 @@ func (s *slots) noneWaiting(c class) bool {
 	return true
 }
 
-// waiting returns how many pollers of class c or above wait for slots.
-func (s *slots) waiting(c class) int {
+// waiting returns how many loops of priority c or above wait for slots.
+func (s *slots) waiting(c prio) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0

@@ -195,6 +195,10 @@ type Worker struct {
 	batchNeed int   // slots a poller in batch mode waits for
 	maxExtra  int32 // extra pollers allowed, all queues together
 	extras    atomic.Int32
+	// contenders counts the receive loops competing for slots, holding
+	// those that hold a reservation (between acquire and the end of the
+	// receive): the watch-mode wait depends on the difference.
+	contenders, holding atomic.Int64
 
 	deletes *batcher[string]
 	changes *batcher[queue.VisibilityChange]

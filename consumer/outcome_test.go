@@ -1,0 +1,272 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/queue"
+)
+
+// limiterFunc adapts a function to a consumer.Limiter.
+type limiterFunc func(ctx context.Context, m *consumer.Message) (consumer.Verdict, error)
+
+func (f limiterFunc) Admit(ctx context.Context, m *consumer.Message) (consumer.Verdict, error) {
+	return f(ctx, m)
+}
+
+// counter records BacklogCounter.Done calls.
+type counter struct {
+	mu    sync.Mutex
+	calls []string // "tenant:n"
+	done  chan string
+}
+
+func newCounter() *counter { return &counter{done: make(chan string, 100)} }
+
+func (c *counter) Done(_ context.Context, tenant string, n int64) error {
+	s := fmt.Sprintf("%s:%d", tenant, n)
+	c.mu.Lock()
+	c.calls = append(c.calls, s)
+	c.mu.Unlock()
+	c.done <- s
+	return nil
+}
+
+func (c *counter) got() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls...)
+}
+
+// delivery is what a test handler saw of one delivery.
+type delivery struct {
+	at    time.Time
+	queue string
+	count int
+	id    string
+}
+
+// recorder returns a handler that records each delivery and answers with
+// answer(n) for the n-th (from 1).
+func recorder(answer func(n int, m *consumer.Message) error) (consumer.Handler, <-chan delivery) {
+	ch := make(chan delivery, 100)
+	var mu sync.Mutex
+	n := 0
+	return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+		ch <- delivery{time.Now(), m.Queue, m.ReceiveCount, m.ID}
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		return answer(k, m)
+	}), ch
+}
+
+// deadLetters receives every message of the dead-letter queue and returns
+// their fairq-meta.
+func deadLetters(t testing.TB, b queue.Backend, names queue.Names) []envelope.Meta {
+	t.Helper()
+	msgs, err := b.Receive(context.Background(), names.DLQ, queue.ReceiveOptions{Max: 10})
+	if err != nil {
+		t.Fatalf("receive from the dead-letter queue: %v", err)
+	}
+	var metas []envelope.Meta
+	for _, m := range msgs {
+		meta, err := envelope.Decode(m.Attributes[envelope.AttrMeta])
+		if err != nil {
+			t.Fatalf("dead letter: %v", err)
+		}
+		metas = append(metas, meta)
+	}
+	return metas
+}
+
+// TestBackoffGrows: each failure waits twice as long as the one before,
+// up to error_visibility_timeout; after max_retries attempts the message is
+// dead-lettered with its last error and its tenant's backlog goes down.
+func TestBackoffGrows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		enqueued := time.Now().Add(-time.Second)
+		send(t, b, names.Live[0], msg{tenant: "acme", meta: &envelope.Meta{EnqueuedAt: enqueued.UnixMilli(), RequestID: "r1"}})
+		h, seen := recorder(func(int, *consumer.Message) error { return errBoom })
+		backlog := newCounter()
+		start(t, consumer.Config{
+			Backend: b, Names: names, Handler: h, Backlog: backlog,
+			MaxRetries:             7,
+			BackoffBase:            time.Second,
+			ErrorVisibilityTimeout: 10 * time.Second,
+			RandFunc:               func() float64 { return 1 }, // the top of the jitter range
+		})
+		var gaps []time.Duration
+		var counts []int
+		prev := recv(t, seen, time.Minute, "delivery")
+		counts = append(counts, prev.count)
+		for range 6 {
+			d := recv(t, seen, time.Minute, "delivery")
+			gaps = append(gaps, d.at.Sub(prev.at).Round(100*time.Millisecond))
+			counts = append(counts, d.count)
+			prev = d
+		}
+		if got := recv(t, backlog.done, time.Minute, "backlog decrement"); got != "acme:1" {
+			t.Errorf("backlog Done(%s), want acme:1", got)
+		}
+		want := []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+		if diff := cmp.Diff(want, gaps); diff != "" {
+			t.Errorf("gaps between attempts (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]int{1, 2, 3, 4, 5, 6, 7}, counts); diff != "" {
+			t.Errorf("receive counts (-want +got):\n%s", diff)
+		}
+		synctest.Wait()
+		got := deadLetters(t, b, names)
+		wantDL := []envelope.Meta{{EnqueuedAt: enqueued.UnixMilli(), Attempts: 7, RequestID: "r1", LastError: "boom"}}
+		if diff := cmp.Diff(wantDL, got); diff != "" {
+			t.Errorf("dead letters (-want +got):\n%s", diff)
+		}
+		if n := depth(t, b, names.Live[0]); n != 0 {
+			t.Errorf("%s still holds %d messages", names.Live[0], n)
+		}
+	})
+}
+
+// TestDeadLetterAcrossMove: attempts are counted across a move to the
+// overflow queue; the move itself is not an attempt.
+func TestDeadLetterAcrossMove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		send(t, b, names.Live[1], msg{tenant: "acme", meta: &envelope.Meta{EnqueuedAt: time.Now().UnixMilli()}})
+		h, seen := recorder(func(int, *consumer.Message) error { return errBoom })
+		var admits []string
+		var mu sync.Mutex
+		limiter := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
+			mu.Lock()
+			admits = append(admits, fmt.Sprintf("%s:%d", m.Queue, m.ReceiveCount))
+			mu.Unlock()
+			if m.Queue == names.Live[1] && m.ReceiveCount == 2 {
+				return consumer.Verdict{Action: consumer.Spill, Delay: 3 * time.Second, Reason: "rate"}, nil
+			}
+			return consumer.Verdict{}, nil
+		})
+		backlog := newCounter()
+		start(t, consumer.Config{
+			Backend: b, Names: names, Handler: h, Limiter: limiter, Backlog: backlog,
+			MaxRetries: 3, BackoffBase: time.Second, RandFunc: func() float64 { return 0.5 },
+		})
+		var got []string
+		for range 3 {
+			d := recv(t, seen, time.Minute, "delivery")
+			got = append(got, fmt.Sprintf("%s:%d", d.queue, d.count))
+		}
+		recv(t, backlog.done, time.Minute, "backlog decrement")
+		synctest.Wait()
+		want := []string{names.Live[1] + ":1", names.Overflow + ":2", names.Overflow + ":3"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("deliveries queue:count (-want +got):\n%s", diff)
+		}
+		wantAdmits := []string{names.Live[1] + ":1", names.Live[1] + ":2", names.Overflow + ":2", names.Overflow + ":3"}
+		mu.Lock()
+		if diff := cmp.Diff(wantAdmits, admits); diff != "" {
+			t.Errorf("limiter saw queue:count (-want +got):\n%s", diff)
+		}
+		mu.Unlock()
+		dl := deadLetters(t, b, names)
+		if len(dl) != 1 || dl[0].Attempts != 3 || dl[0].LastError != "boom" {
+			t.Errorf("dead letters %+v, want one with 3 attempts and error boom", dl)
+		}
+		if diff := cmp.Diff([]string{"acme:1"}, backlog.got()); diff != "" {
+			t.Errorf("backlog decrements (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestRetryAfter: a Retry-After brings the message back after that delay
+// without counting the delivery.
+func TestRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		send(t, b, names.Live[0], msg{tenant: "acme"})
+		h, seen := recorder(func(n int, _ *consumer.Message) error {
+			if n <= 2 {
+				return &consumer.RetryAfterError{After: 5 * time.Second}
+			}
+			return errBoom
+		})
+		backlog := newCounter()
+		start(t, consumer.Config{Backend: b, Names: names, Handler: h, Backlog: backlog, MaxRetries: 2, BackoffBase: time.Second, RandFunc: func() float64 { return 0 }})
+		var counts []int
+		var gaps []time.Duration
+		first := recv(t, seen, time.Minute, "delivery")
+		prev := first
+		counts = append(counts, first.count)
+		for range 3 {
+			d := recv(t, seen, time.Minute, "delivery")
+			counts = append(counts, d.count)
+			gaps = append(gaps, d.at.Sub(prev.at).Round(100*time.Millisecond))
+			prev = d
+		}
+		recv(t, backlog.done, time.Minute, "backlog decrement")
+		if diff := cmp.Diff([]int{1, 1, 1, 2}, counts); diff != "" {
+			t.Errorf("receive counts (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]time.Duration{5 * time.Second, 5 * time.Second, 0}, gaps); diff != "" {
+			t.Errorf("gaps (-want +got):\n%s", diff)
+		}
+		if dl := deadLetters(t, b, names); len(dl) != 1 || dl[0].Attempts != 2 {
+			t.Errorf("dead letters %+v, want one with 2 attempts", dl)
+		}
+	})
+}
+
+// TestAgeChecks: a message older than drop_age is dropped; one older than
+// backlog_age goes to the backlog queue and is worked from there once the
+// live queues are caught up, its move not counted as an attempt.
+func TestAgeChecks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		now := time.Now()
+		send(t, b, names.Live[0], msg{body: "ancient", tenant: "a", meta: &envelope.Meta{EnqueuedAt: now.Add(-2 * time.Hour).UnixMilli()}})
+		send(t, b, names.Live[0], msg{body: "old", tenant: "b", meta: &envelope.Meta{EnqueuedAt: now.Add(-10 * time.Minute).UnixMilli()}})
+		send(t, b, names.Live[1], msg{body: "fresh", tenant: "c", meta: &envelope.Meta{EnqueuedAt: now.UnixMilli()}})
+		var mu sync.Mutex
+		var bodies []string
+		h, seen := recorder(func(_ int, m *consumer.Message) error {
+			mu.Lock()
+			bodies = append(bodies, m.Body+"@"+m.Queue)
+			mu.Unlock()
+			return nil
+		})
+		backlog := newCounter()
+		start(t, consumer.Config{
+			Backend: b, Names: names, Handler: h, Backlog: backlog,
+			BacklogAge: 5 * time.Minute, DropAge: time.Hour, Connections: 1,
+		})
+		recv(t, seen, time.Minute, "delivery")
+		d := recv(t, seen, time.Minute, "delivery")
+		if d.count != 1 {
+			t.Errorf("backlog delivery has receive count %d, want 1", d.count)
+		}
+		for range 3 {
+			recv(t, backlog.done, time.Minute, "backlog decrement")
+		}
+		synctest.Wait()
+		mu.Lock()
+		if diff := cmp.Diff([]string{"fresh@" + names.Live[1], "old@" + names.Backlog}, bodies); diff != "" {
+			t.Errorf("handled (-want +got):\n%s", diff)
+		}
+		mu.Unlock()
+		for _, q := range names.All() {
+			if n := depth(t, b, q); n != 0 {
+				t.Errorf("%s holds %d messages, want 0", q, n)
+			}
+		}
+	})
+}
