@@ -1,0 +1,221 @@
+package consumer_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairq/fairq/consumer"
+)
+
+// metric returns the value of a counter or gauge of reg, summed over the
+// series whose labels include the given ones.
+func metric(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue series
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// inBubble runs f in a synctest bubble for the memory backend, directly
+// for the others (real time).
+func inBubble(t *testing.T, kind string, f func(t *testing.T)) {
+	if kind == "memory" {
+		synctest.Test(t, f)
+		return
+	}
+	f(t)
+}
+
+// TestHeartbeat: a 10 s job with a 2 s visibility timeout is delivered
+// once: the heartbeat keeps extending its visibility.
+func TestHeartbeat(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			inBubble(t, kind, func(t *testing.T) {
+				b, names := setup(t, kind)
+				send(t, b, names.Live[0], msg{tenant: "acme"})
+				var deliveries atomic.Int32
+				done := make(chan struct{})
+				reg := prometheus.NewRegistry()
+				w := start(t, consumer.Config{
+					Backend: b, Names: names, Registerer: reg,
+					VisibilityTimeout: 2 * time.Second,
+					Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+						if deliveries.Add(1) == 1 {
+							time.Sleep(10 * time.Second) // the work
+							close(done)
+						}
+						return nil
+					}),
+				})
+				recv(t, done, 30*time.Second, "end of the job")
+				stop(t, w)
+				if n := deliveries.Load(); n != 1 {
+					t.Errorf("delivered %d times, want once", n)
+				}
+				if n := depth(t, b, names.Live[0]); n != 0 {
+					t.Errorf("%s holds %d messages after the job, want 0", names.Live[0], n)
+				}
+				if n := metric(t, reg, "fairq_worker_heartbeats_total"); n < 4 {
+					t.Errorf("%v heartbeats in 10 s at a 2 s visibility timeout, want at least 4", n)
+				}
+			})
+		})
+	}
+}
+
+// TestKilledMidJob: a worker that dies mid-job leaves its message to come
+// back after the visibility timeout, to another worker.
+func TestKilledMidJob(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			inBubble(t, kind, func(t *testing.T) {
+				b, names := setup(t, kind)
+				id := send(t, b, names.Live[1], msg{tenant: "acme"})
+				const vt = 2 * time.Second
+				started := make(chan time.Time, 1)
+				ctxA, kill := context.WithCancel(context.Background())
+				a, err := consumer.New(consumer.Config{
+					Backend: b, Names: names, Logger: discard, VisibilityTimeout: vt,
+					Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+						started <- time.Now()
+						<-ctx.Done() // works until killed
+						return ctx.Err()
+					}),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := a.Start(ctxA); err != nil {
+					t.Fatal(err)
+				}
+				t0 := recv(t, started, 10*time.Second, "job on worker A")
+				kill()
+				<-a.Done()
+				stop(t, a)
+
+				h, seen := recorder(func(int, *consumer.Message) error { return nil })
+				start(t, consumer.Config{Backend: b, Names: names, Handler: h, VisibilityTimeout: vt})
+				d := recv(t, seen, 20*time.Second, "delivery to worker B")
+				if d.id != id || d.count != 2 {
+					t.Errorf("worker B got %s with receive count %d, want %s with 2", d.id, d.count, id)
+				}
+				// Whole seconds on SQS: allow the rounding of its clock.
+				if gap := d.at.Sub(t0); gap < vt-time.Second {
+					t.Errorf("redelivered %v after the receive, before the visibility timeout %v", gap, vt)
+				}
+			})
+		})
+	}
+}
+
+// TestStopMidJob: a graceful stop loses nothing. A job that ends within the
+// grace period is deleted; one that does not is cancelled and its message
+// given back at once, well before its visibility timeout.
+func TestStopMidJob(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind+"/finishes", func(t *testing.T) {
+			t.Parallel()
+			inBubble(t, kind, func(t *testing.T) {
+				b, names := setup(t, kind)
+				send(t, b, names.Live[0], msg{tenant: "acme"})
+				started := make(chan struct{})
+				var deliveries atomic.Int32
+				w := start(t, consumer.Config{
+					Backend: b, Names: names,
+					Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+						deliveries.Add(1)
+						close(started)
+						time.Sleep(2 * time.Second)
+						return ctx.Err()
+					}),
+				})
+				recv(t, started, 10*time.Second, "job")
+				stop(t, w) // grace 10 s
+				if n := deliveries.Load(); n != 1 {
+					t.Errorf("delivered %d times, want once", n)
+				}
+				for _, q := range names.All() {
+					if n := depth(t, b, q); n != 0 {
+						t.Errorf("%s holds %d messages, want 0", q, n)
+					}
+				}
+			})
+		})
+		t.Run(kind+"/released", func(t *testing.T) {
+			t.Parallel()
+			inBubble(t, kind, func(t *testing.T) {
+				b, names := setup(t, kind)
+				id := send(t, b, names.Live[0], msg{tenant: "acme"})
+				started := make(chan struct{})
+				w, err := consumer.New(consumer.Config{
+					Backend: b, Names: names, Logger: discard,
+					VisibilityTimeout: 60 * time.Second,
+					Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+						close(started)
+						<-ctx.Done()
+						return ctx.Err()
+					}),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Start(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				recv(t, started, 10*time.Second, "job")
+				grace, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				t0 := time.Now()
+				if err := w.Stop(grace); err != nil {
+					t.Errorf("Stop = %v", err)
+				}
+
+				h, seen := recorder(func(int, *consumer.Message) error { return nil })
+				start(t, consumer.Config{Backend: b, Names: names, Handler: h})
+				d := recv(t, seen, 20*time.Second, "delivery after the release")
+				if d.id != id {
+					t.Errorf("got %s, want %s", d.id, id)
+				}
+				if gap := d.at.Sub(t0); gap > 10*time.Second {
+					t.Errorf("released message came back after %v, not at once", gap)
+				}
+			})
+		})
+	}
+}
