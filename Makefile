@@ -1,0 +1,58 @@
+# fairq — build, test and benchmark.
+#
+#   make test      install what the tests need if missing, then run every test with -race
+#   make bench     run the Go benchmarks
+#   make lint      gofmt, go vet and golangci-lint (when installed)
+#   make loadtest  the k6 load tests against a local system (installs k6 when missing)
+
+GO       ?= go
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PKGS     ?= ./...
+FUZZTIME ?= 10s
+
+.PHONY: all build test deps deps-redis deps-fauxqs fuzz-smoke bench lint loadtest clean
+
+all: build
+
+build:
+	$(GO) build -o fairq ./cmd/fairq
+
+## test: what CI runs. Installs redis-server (Debian) and fauxqs (npm, from
+## the committed lockfile) when they are missing.
+test: deps
+	$(GO) test -race -timeout 12m $(PKGS)
+	$(MAKE) --no-print-directory fuzz-smoke
+
+deps: deps-redis deps-fauxqs
+
+deps-redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "redis-server missing: installing Debian's redis-server"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+deps-fauxqs: node_modules/.fauxqs-installed
+
+node_modules/.fauxqs-installed: package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm (Node.js >= 20) is needed for the SQS emulator fauxqs"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## fuzz-smoke: every fuzz target for a short while; no input may panic.
+fuzz-smoke:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run; else echo "golangci-lint not installed: skipped"; fi
+
+clean:
+	rm -f fairq

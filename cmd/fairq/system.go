@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/sharding"
+	"github.com/fairq/fairq/tenant"
+	"github.com/fairq/fairq/throttle"
+)
+
+// Shutdown bounds: the HTTP server drains for up to httpGrace, then the
+// worker finishes in-flight jobs for up to workerGrace and gives the rest
+// back to their queues.
+const (
+	httpGrace   = 10 * time.Second
+	workerGrace = 25 * time.Second
+)
+
+// component is anything with the Start/Stop lifecycle of the house style.
+type component interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// system is one fairq process: the parts that cmd wires from a Config.
+type system struct {
+	cfg      config.Config
+	logger   *slog.Logger
+	registry *prometheus.Registry
+	backend  queue.Backend
+	names    queue.Names
+	redis    *redis.Client // nil without Redis
+
+	tenants *tenant.Registry
+	tracker *sharding.Tracker
+	gateway *gateway.Server
+	worker  *consumer.Worker
+
+	// started holds what Start started, in order; Stop stops it in reverse.
+	started []component
+}
+
+// newSystem builds the parts shared by every role: metrics, backend, Redis
+// and the tenant registry.
+func newSystem(ctx context.Context, cfg config.Config, logger *slog.Logger) (*system, error) {
+	s := &system{cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), names: queueNames(cfg)}
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	b, err := openBackend(ctx, cfg, logger, s.registry)
+	if err != nil {
+		return nil, err
+	}
+	s.backend = b
+	if cfg.Backend == config.BackendMemory {
+		// The memory backend starts empty: its queues exist from now on.
+		if _, err := createQueues(ctx, b, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Redis.Addr != "" {
+		s.redis = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr})
+	}
+	s.tenants, err = tenant.New(tenant.Config{
+		Tenants:    cfg.Tenants,
+		Defaults:   cfg.Defaults,
+		Redis:      s.redisOrNil(),
+		Prefix:     cfg.SQS.QueuePrefix + ":",
+		Logger:     logger,
+		Registerer: s.registry,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tenants: %w", err)
+	}
+	return s, nil
+}
+
+// redisOrNil returns the Redis client as the interface the packages take,
+// nil (not a typed nil) when there is none.
+func (s *system) redisOrNil() redis.UniversalClient {
+	if s.redis == nil {
+		return nil
+	}
+	return s.redis
+}
+
+// withGateway adds the front door: admission limiter, shard tracker and the
+// HTTP API.
+func (s *system) withGateway() error {
+	var limiter gateway.Limiter = throttle.NewLocalLimiter(throttle.LocalConfig{})
+	if s.redis != nil {
+		primary, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: s.redis, Prefix: s.cfg.SQS.QueuePrefix + ":"})
+		if err != nil {
+			return err
+		}
+		limiter, err = throttle.NewFailoverLimiter(throttle.FailoverConfig{
+			Primary:    primary,
+			FailClosed: !s.cfg.Redis.FailOpen,
+			Logger:     s.logger,
+			Registerer: s.registry,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var err error
+	s.tracker, err = sharding.NewTracker(sharding.Config{
+		Reader:     s.backend,
+		Queues:     s.names.Live,
+		ShardSize:  s.cfg.Pool.ShardSize,
+		Redis:      s.redis,
+		KeyPrefix:  s.cfg.SQS.QueuePrefix,
+		Logger:     s.logger,
+		Registerer: s.registry,
+	})
+	if err != nil {
+		return fmt.Errorf("shard tracker: %w", err)
+	}
+	s.gateway, err = gateway.New(gateway.Config{
+		Backend:        s.backend,
+		Names:          s.names,
+		Picker:         s.tracker,
+		Tenants:        s.tenants,
+		Limiter:        limiter,
+		MaxMessageSize: s.cfg.Gateway.MaxMessageSize,
+		Logger:         s.logger,
+		Registerer:     s.registry,
+		Gatherer:       s.registry,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	return nil
+}
+
+// withWorker adds the consumer daemon with the given handler.
+func (s *system) withWorker(h consumer.Handler) error {
+	w := s.cfg.Worker
+	var err error
+	s.worker, err = consumer.New(consumer.Config{
+		Backend:                s.backend,
+		Names:                  s.names,
+		Handler:                h,
+		Connections:            w.Connections,
+		VisibilityTimeout:      w.VisibilityTimeout,
+		ErrorVisibilityTimeout: w.ErrorVisibilityTimeout,
+		MaxRetries:             w.MaxRetries,
+		InactivityTimeout:      w.InactivityTimeout,
+		BacklogAge:             w.BacklogAge,
+		DropAge:                w.DropAge,
+		Logger:                 s.logger,
+		Registerer:             s.registry,
+	})
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	return nil
+}
+
+// pushHandler returns the handler that POSTs each message to the
+// application at url, as aws-sqsd does.
+func (s *system) pushHandler(url string) (consumer.Handler, error) {
+	w := s.cfg.Worker
+	return consumer.NewPush(consumer.PushConfig{
+		URL:            url,
+		MimeType:       w.MimeType,
+		Connections:    w.Connections,
+		ConnectTimeout: w.ConnectTimeout,
+		Version:        buildVersion(),
+	})
+}
+
+// Start starts the parts in dependency order: the tenant registry first
+// (auth needs it), then the shard tracker, the gateway's batchers and the
+// worker. On failure it stops what it started.
+func (s *system) Start(ctx context.Context) error {
+	parts := []component{s.tenants}
+	if s.gateway != nil {
+		parts = append(parts, s.tracker, s.gateway)
+	}
+	if s.worker != nil {
+		parts = append(parts, s.worker)
+	}
+	for _, p := range parts {
+		if err := p.Start(ctx); err != nil {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpGrace)
+			defer cancel()
+			return errors.Join(err, s.Stop(stopCtx))
+		}
+		s.started = append(s.started, p)
+	}
+	return nil
+}
+
+// Stop stops the parts in reverse order: the worker first (it finishes or
+// releases in-flight jobs and flushes deletes), then the gateway (it
+// flushes pending send batches), the tracker and the registry; last the
+// Redis connection.
+func (s *system) Stop(ctx context.Context) error {
+	var errs []error
+	for i := len(s.started) - 1; i >= 0; i-- {
+		if err := s.started[i].Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.started = nil
+	if s.redis != nil {
+		errs = append(errs, s.redis.Close())
+		s.redis = nil
+	}
+	return errors.Join(errs...)
+}
+
+// serve runs handler on the configured address until ctx ends, then shuts
+// the server down within httpGrace (in-flight requests finish; new
+// connections are refused). ready, when not nil, receives the bound
+// address once the listener is open.
+func serve(ctx context.Context, addr string, handler http.Handler, logger *slog.Logger, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpGrace)
+	defer cancel()
+	err = srv.Shutdown(shutCtx)
+	<-errc // Serve returns ErrServerClosed once Shutdown began
+	return err
+}
