@@ -17,7 +17,7 @@ import (
 // one slot and long-polls for one message, so that an idle worker holds
 // few slots and makes one empty receive per queue per ReceiveWait. It
 // long-polls for the whole ReceiveWait only while enough slots are left
-// free for every other loop to reserve one too; when slots are scarce (a
+// free for every other loop to reserve one as well; when slots are scarce (a
 // busy worker, or fewer slots than queues) it polls for batchWait, so that
 // a slot is never held for long on a queue with nothing in it while
 // another queue has work. Once a
@@ -113,17 +113,15 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		if err != nil {
 			return
 		}
-		holding := w.holding.Add(1)
 		spare := w.slots.available()
 		w.metrics.busy.Set(float64(w.cfg.Connections - spare))
-		if !batch && int64(spare) < w.contenders.Load()-holding {
+		if !batch && int64(spare) < w.contenders.Load()-1 {
 			wait = min(wait, batchWait) // slots are scarce: do not sit on this one
 		}
 		received := w.cfg.NowFunc()
 		msgs, err := w.cfg.Backend.Receive(ctx, p.queue, queue.ReceiveOptions{
 			Max: n, Wait: wait, Visibility: w.cfg.VisibilityTimeout,
 		})
-		w.holding.Add(-1)
 		w.slots.release(n - len(msgs))
 		if err != nil {
 			if ctx.Err() != nil {

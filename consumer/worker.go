@@ -195,10 +195,9 @@ type Worker struct {
 	batchNeed int   // slots a poller in batch mode waits for
 	maxExtra  int32 // extra pollers allowed, all queues together
 	extras    atomic.Int32
-	// contenders counts the receive loops competing for slots, holding
-	// those that hold a reservation (between acquire and the end of the
-	// receive): the watch-mode wait depends on the difference.
-	contenders, holding atomic.Int64
+	// contenders counts the receive loops competing for slots (not the
+	// backlog loop while the live queues are not caught up).
+	contenders atomic.Int64
 
 	deletes *batcher[string]
 	changes *batcher[queue.VisibilityChange]

@@ -1,0 +1,204 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/queue"
+)
+
+// held returns the messages in flight on every queue of names.
+func held(t testing.TB, b queue.Backend, names queue.Names) int {
+	t.Helper()
+	n := 0
+	for _, q := range names.All() {
+		d, err := b.Depth(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += d.NotVisible
+	}
+	return n
+}
+
+// TestPullOnlyWithCapacity: the worker never holds more messages than it
+// has slots.
+func TestPullOnlyWithCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		for i := range 20 {
+			send(t, b, names.Live[i%2], msg{tenant: "acme"})
+		}
+		gate := make(chan struct{})
+		var running, most, handled atomic.Int32
+		start(t, consumer.Config{
+			Backend: b, Names: names, Connections: 3,
+			Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+				n := running.Add(1)
+				for {
+					if m := most.Load(); n <= m || most.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				<-gate
+				running.Add(-1)
+				handled.Add(1)
+				return nil
+			}),
+		})
+		time.Sleep(5 * time.Second) // an empty queue's loop may hold a slot for a short poll
+		synctest.Wait()
+		if r, h := running.Load(), held(t, b, names); r != 3 || h != 3 {
+			t.Errorf("with 3 slots: %d jobs running, %d messages held; want 3 and 3", r, h)
+		}
+		close(gate)
+		synctest.Wait() // the jobs end and the slots free up
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := handled.Load(); n != 20 {
+			t.Errorf("%d messages handled, want 20", n)
+		}
+		if m := most.Load(); m != 3 {
+			t.Errorf("at most %d jobs at once, want 3", m)
+		}
+	})
+}
+
+// TestNoLiveQueueStarves: a message on a quiet live queue is not stuck
+// behind a deep one.
+func TestNoLiveQueueStarves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		for range 40 {
+			send(t, b, names.Live[0], msg{body: "deep"})
+		}
+		t0 := time.Now()
+		send(t, b, names.Live[1], msg{body: "quiet"})
+		quiet := make(chan time.Duration, 1)
+		start(t, consumer.Config{
+			Backend: b, Names: names, Connections: 2,
+			Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+				if m.Body == "quiet" {
+					quiet <- time.Since(t0)
+				}
+				time.Sleep(time.Second)
+				return nil
+			}),
+		})
+		if d := recv(t, quiet, time.Minute, "the quiet queue's message"); d > 3*time.Second {
+			t.Errorf("the quiet queue's message waited %v behind 40 messages at 2 slots", d)
+		}
+	})
+}
+
+// TestQueuePriority: with messages on every queue, the backlog is worked
+// only once the live queues are empty, and overflow before it.
+func TestQueuePriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		send(t, b, names.Backlog, msg{body: "backlog"})
+		send(t, b, names.Overflow, msg{body: "overflow"})
+		for i := range 6 {
+			send(t, b, names.Live[i%2], msg{body: fmt.Sprint("live", i)})
+		}
+		var mu sync.Mutex
+		var order []string
+		h, seen := recorder(func(_ int, m *consumer.Message) error {
+			mu.Lock()
+			order = append(order, m.Body)
+			mu.Unlock()
+			time.Sleep(time.Second)
+			return nil
+		})
+		start(t, consumer.Config{Backend: b, Names: names, Handler: h, Connections: 2})
+		for range 8 {
+			recv(t, seen, time.Minute, "delivery")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if order[len(order)-1] != "backlog" {
+			t.Errorf("order %v: the backlog message is not last", order)
+		}
+	})
+}
+
+// TestIdleReceives: an idle worker long-polls: about one empty receive per
+// queue per 20 s.
+func TestIdleReceives(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		reg := prometheus.NewRegistry()
+		w := start(t, consumer.Config{Backend: b, Names: names, Registerer: reg,
+			Handler: consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil })})
+		time.Sleep(time.Minute)
+		stop(t, w)
+		queues := float64(len(names.All()) - 1) // all but the dead-letter queue
+		empty := metric(t, reg, "fairq_worker_empty_receives_total")
+		if max := queues * (60/20 + 1); empty > max {
+			t.Errorf("%v empty receives in a minute idle, want at most %v", empty, max)
+		}
+		if empty < queues*2 {
+			t.Errorf("%v empty receives in a minute idle: the queues were not all polled", empty)
+		}
+	})
+}
+
+// TestPollersGrow: a deep queue gets extra receive loops so that the slots
+// stay busy; they end when it is drained.
+func TestPollersGrow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		const n = 500
+		entries := make([]queue.Entry, 0, 10)
+		for i := range n {
+			entries = append(entries, queue.Entry{ID: fmt.Sprint(i % 10), Body: "x"})
+			if len(entries) == 10 {
+				if _, err := b.Send(context.Background(), names.Live[0], entries); err != nil {
+					t.Fatal(err)
+				}
+				entries = entries[:0]
+			}
+		}
+		reg := prometheus.NewRegistry()
+		var handled atomic.Int32
+		var mostPollers atomic.Int64
+		t0 := time.Now()
+		start(t, consumer.Config{
+			Backend: b, Names: names, Registerer: reg, Connections: 50,
+			Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+				time.Sleep(100 * time.Millisecond)
+				if handled.Add(1)%25 == 0 {
+					p := int64(metric(t, reg, "fairq_worker_pollers"))
+					if p > mostPollers.Load() {
+						mostPollers.Store(p)
+					}
+				}
+				return nil
+			}),
+		})
+		for handled.Load() < n {
+			time.Sleep(10 * time.Millisecond) // fake time: measures how long the work took
+		}
+		elapsed := time.Since(t0)
+		// 500 jobs of 100 ms on 50 slots: 1 s if the slots are kept busy.
+		if elapsed > 2*time.Second {
+			t.Errorf("500 jobs of 100 ms on 50 slots took %v, want under 2 s", elapsed)
+		}
+		base := int64(len(names.Live) + 2)
+		if p := mostPollers.Load(); p <= base {
+			t.Errorf("at most %d receive loops, want more than the %d base ones", p, base)
+		}
+		time.Sleep(time.Minute)
+		if p := int64(metric(t, reg, "fairq_worker_pollers")); p != base {
+			t.Errorf("%d receive loops once drained, want %d", p, base)
+		}
+	})
+}
