@@ -1,0 +1,269 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/queue"
+)
+
+// Picker picks, for a tenant, the live queue of its shard a message goes
+// to: an index into Names.Live. sharding.Tracker satisfies it (and its
+// Sent, which the redrive calls to take back a pick whose send failed).
+type Picker interface {
+	Pick(tenant string) int
+}
+
+// BacklogAdder puts messages back on a tenant's backlog counter: a
+// redriven dead letter counts again until it ends.
+type BacklogAdder interface {
+	Add(ctx context.Context, tenant string, n int64) error
+}
+
+// RedriveHoldDefault is how long a redrive keeps the dead letters it skips
+// (another tenant's) invisible, so as not to read them twice in one run.
+const RedriveHoldDefault = 15 * time.Minute
+
+// redriveWait is the long-poll wait of the redrive's receives: the run ends
+// at the first receive that waited this long for nothing.
+const redriveWait = time.Second
+
+// RedriveConfig configures a redrive: `fairq dlq redrive` and
+// POST /admin/v1/dlq/redrive.
+type RedriveConfig struct {
+	Backend Backend     // required
+	Names   queue.Names // required: the dead-letter queue and the live queues
+	Picker  Picker      // required: the tenant's shard
+	// Tenant limits the redrive to one tenant's dead letters; empty moves
+	// every tenant's.
+	Tenant string
+	// Max moves at most this many; 0 moves them all.
+	Max int
+	// Backlog, if not nil, is told of each message moved back.
+	Backlog BacklogAdder
+	// Hold is how long skipped dead letters stay invisible while the
+	// redrive runs; default RedriveHoldDefault. They are made visible
+	// again when it ends.
+	Hold   time.Duration
+	Logger *slog.Logger // nil: slog.Default()
+}
+
+func (c RedriveConfig) withDefaults() RedriveConfig {
+	c.Hold = cmp.Or(c.Hold, RedriveHoldDefault)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+func (c RedriveConfig) validate() error {
+	var errs []error
+	if c.Backend == nil {
+		errs = append(errs, errors.New("backend is nil"))
+	}
+	if c.Picker == nil {
+		errs = append(errs, errors.New("picker is nil"))
+	}
+	if c.Names.DLQ == "" || len(c.Names.Live) == 0 {
+		errs = append(errs, errors.New("needs the dead-letter queue and the live queues"))
+	}
+	if c.Max < 0 {
+		errs = append(errs, fmt.Errorf("max %d is negative", c.Max))
+	}
+	if c.Hold < 0 || c.Hold > queue.MaxVisibility {
+		errs = append(errs, fmt.Errorf("hold %v is outside [0, %v]", c.Hold, queue.MaxVisibility))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: redrive: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// RedriveResult counts what a redrive did.
+type RedriveResult struct {
+	// Moved is the number of dead letters sent back to a live queue.
+	Moved int `json:"moved"`
+	// Skipped is the number of other tenants' dead letters seen and left.
+	Skipped int `json:"skipped"`
+	// Failed is the number that could not be sent back; they stay in the
+	// dead-letter queue.
+	Failed int `json:"failed"`
+	// ByTenant counts Moved by tenant ("" for messages without one).
+	ByTenant map[string]int `json:"by_tenant"`
+}
+
+// Redrive moves dead letters back to their tenant's shard: each is sent to
+// the live queue the Picker chooses for its tenant, with its attempts reset
+// to zero and its last error cleared (its body, attributes and enqueue time
+// kept), then deleted from the dead-letter queue. It stops after Max
+// messages, or when a receive from the dead-letter queue comes back empty;
+// the dead letters it skipped are made visible again before it returns.
+// A message sent back whose delete fails is in both queues; it is
+// counted as moved and logged.
+//
+// A redriven message older than worker.backlog_age goes through the
+// backlog queue, like any old message.
+func Redrive(ctx context.Context, cfg RedriveConfig) (RedriveResult, error) {
+	cfg = cfg.withDefaults()
+	res := RedriveResult{ByTenant: map[string]int{}}
+	if err := cfg.validate(); err != nil {
+		return res, err
+	}
+	var held []string // receipt handles to make visible again
+	defer func() {
+		release(context.WithoutCancel(ctx), cfg, held)
+	}()
+	for cfg.Max == 0 || res.Moved < cfg.Max {
+		want := queue.MaxBatch
+		if cfg.Max > 0 {
+			want = min(want, cfg.Max-res.Moved)
+		}
+		msgs, err := cfg.Backend.Receive(ctx, cfg.Names.DLQ, queue.ReceiveOptions{Max: want, Wait: redriveWait, Visibility: cfg.Hold})
+		if err != nil {
+			return res, fmt.Errorf("redrive: receive from %s: %w", cfg.Names.DLQ, err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		type pending struct {
+			m      queue.Message
+			tenant string
+			q      int
+		}
+		byQueue := map[int][]pending{}
+		for _, m := range msgs {
+			tenant := m.Attributes[envelope.AttrTenant]
+			if cfg.Tenant != "" && tenant != cfg.Tenant {
+				res.Skipped++
+				held = append(held, m.ReceiptHandle)
+				continue
+			}
+			q := cfg.Picker.Pick(tenant)
+			if q < 0 || q >= len(cfg.Names.Live) {
+				return res, fmt.Errorf("redrive: picker chose queue %d of %d", q, len(cfg.Names.Live))
+			}
+			byQueue[q] = append(byQueue[q], pending{m, tenant, q})
+		}
+		for q, ps := range byQueue {
+			entries := make([]queue.Entry, len(ps))
+			for i, p := range ps {
+				entries[i] = queue.Entry{ID: entryIDs[i], Body: p.m.Body, Attributes: resetAttempts(p.m)}
+			}
+			dest := cfg.Names.Live[q]
+			results, err := cfg.Backend.Send(ctx, dest, entries)
+			var sent []pending
+			for i, p := range ps {
+				serr := err
+				if serr == nil && i < len(results) {
+					serr = results[i].Err
+				}
+				if serr != nil {
+					res.Failed++
+					held = append(held, p.m.ReceiptHandle)
+					if s, ok := cfg.Picker.(interface{ Sent(q, n int) }); ok {
+						s.Sent(p.q, -1)
+					}
+					cfg.Logger.Warn("redrive: send failed", "id", p.m.ID, "tenant", p.tenant, "queue", dest, "err", serr)
+					continue
+				}
+				sent = append(sent, p)
+			}
+			if len(sent) == 0 {
+				continue
+			}
+			handles := make([]string, len(sent))
+			for i, p := range sent {
+				handles[i] = p.m.ReceiptHandle
+				res.Moved++
+				res.ByTenant[p.tenant]++
+			}
+			errs, err := cfg.Backend.Delete(ctx, cfg.Names.DLQ, handles)
+			for i, p := range sent {
+				derr := err
+				if derr == nil && i < len(errs) {
+					derr = errs[i]
+				}
+				if derr != nil {
+					cfg.Logger.Warn("redrive: sent back but not deleted from the dead-letter queue", "id", p.m.ID, "tenant", p.tenant, "err", derr)
+				}
+				if cfg.Backlog != nil {
+					if err := cfg.Backlog.Add(ctx, p.tenant, 1); err != nil {
+						cfg.Logger.Warn("redrive: backlog counter not incremented", "tenant", p.tenant, "err", err)
+					}
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// resetAttempts returns the attributes of a dead letter with its attempts
+// and last error cleared in fairq-meta.
+func resetAttempts(m queue.Message) map[string]string {
+	attrs := make(map[string]string, len(m.Attributes)+1)
+	for k, v := range m.Attributes {
+		attrs[k] = v
+	}
+	meta, err := envelope.Decode(m.Attributes[envelope.AttrMeta])
+	if err != nil || meta.EnqueuedAt == 0 {
+		if _, ok := attrs[envelope.AttrMeta]; !ok && len(attrs) >= queue.MaxAttributes {
+			return attrs // no room for fairq-meta
+		}
+		meta = envelope.Meta{EnqueuedAt: m.SentAt.UnixMilli()}
+	}
+	meta.Attempts, meta.LastError = 0, ""
+	attrs[envelope.AttrMeta] = meta.Encode()
+	return attrs
+}
+
+// release makes held dead letters visible again.
+func release(ctx context.Context, cfg RedriveConfig, handles []string) {
+	ctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
+	defer cancel()
+	for len(handles) > 0 {
+		chunk := handles[:min(len(handles), queue.MaxBatch)]
+		handles = handles[len(chunk):]
+		changes := make([]queue.VisibilityChange, len(chunk))
+		for i, h := range chunk {
+			changes[i] = queue.VisibilityChange{ReceiptHandle: h}
+		}
+		errs, err := cfg.Backend.ChangeVisibility(ctx, cfg.Names.DLQ, changes)
+		if err = cmp.Or(err, errors.Join(errs...)); err != nil {
+			cfg.Logger.Warn("redrive: skipped dead letters stay invisible until their hold ends", "hold", cfg.Hold, "err", err)
+		}
+	}
+}
+
+// Redriver runs redrives with a fixed configuration; its Redrive method is
+// the seam of the gateway's POST /admin/v1/dlq/redrive.
+type Redriver struct {
+	cfg RedriveConfig
+}
+
+// NewRedriver returns a Redriver, or an error wrapping ErrInvalidConfig.
+// The Tenant and Max of cfg are ignored: each call gives its own.
+func NewRedriver(cfg RedriveConfig) (*Redriver, error) {
+	cfg = cfg.withDefaults()
+	cfg.Tenant, cfg.Max = "", 0
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Redriver{cfg: cfg}, nil
+}
+
+// Run redrives the dead letters of tenant (empty: all), at most max (0:
+// all), and reports the counts.
+func (r *Redriver) Run(ctx context.Context, tenant string, max int) (RedriveResult, error) {
+	cfg := r.cfg
+	cfg.Tenant, cfg.Max = tenant, max
+	return Redrive(ctx, cfg)
+}
+
+// Redrive redrives like Run and returns the number of messages moved.
+func (r *Redriver) Redrive(ctx context.Context, tenant string, max int) (int, error) {
+	res, err := r.Run(ctx, tenant, max)
+	return res.Moved, err
+}

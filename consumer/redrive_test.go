@@ -1,0 +1,133 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/queue"
+)
+
+// picker sends tenant "a" to live queue 1 and everyone else to 0.
+type picker struct{}
+
+func (picker) Pick(tenant string) int {
+	if tenant == "a" {
+		return 1
+	}
+	return 0
+}
+
+// adder records BacklogAdder.Add calls.
+type adder struct {
+	mu  sync.Mutex
+	got map[string]int64
+}
+
+func (a *adder) Add(_ context.Context, tenant string, n int64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.got == nil {
+		a.got = map[string]int64{}
+	}
+	a.got[tenant] += n
+	return nil
+}
+
+// drain receives everything visible on q and returns tenant → metas.
+func drain(t testing.TB, b queue.Backend, q string) map[string][]envelope.Meta {
+	t.Helper()
+	out := map[string][]envelope.Meta{}
+	for {
+		msgs, err := b.Receive(context.Background(), q, queue.ReceiveOptions{Max: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			return out
+		}
+		for _, m := range msgs {
+			meta, _ := envelope.Decode(m.Attributes[envelope.AttrMeta])
+			out[m.Attributes[envelope.AttrTenant]] = append(out[m.Attributes[envelope.AttrTenant]], meta)
+		}
+	}
+}
+
+func TestRedrive(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			b, names := setup(t, kind)
+			dead := envelope.Meta{EnqueuedAt: 1700000000000, Attempts: 10, LastError: "push: 500 Internal Server Error", RequestID: "r"}
+			for _, tenant := range []string{"a", "b", "a", "", "b", "a"} {
+				send(t, b, names.DLQ, msg{tenant: tenant, meta: &dead, attrs: map[string]string{"k": "v"}})
+			}
+			backlog := &adder{}
+			r, err := consumer.NewRedriver(consumer.RedriveConfig{Backend: b, Names: names, Picker: picker{}, Backlog: backlog, Logger: discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+
+			res, err := r.Run(ctx, "a", 2)
+			if err != nil {
+				t.Fatalf("Run(a, 2): %v", err)
+			}
+			if res.Moved != 2 || res.Failed != 0 || !cmp.Equal(res.ByTenant, map[string]int{"a": 2}) {
+				t.Errorf("Run(a, 2) = %+v, want 2 of a moved", res)
+			}
+			moved := drain(t, b, names.Live[1])
+			want := envelope.Meta{EnqueuedAt: dead.EnqueuedAt, RequestID: "r"}
+			if diff := cmp.Diff(map[string][]envelope.Meta{"a": {want, want}}, moved); diff != "" {
+				t.Errorf("on the tenant's queue (-want +got):\n%s", diff)
+			}
+
+			n, err := r.Redrive(ctx, "", 0)
+			if err != nil || n != 4 {
+				t.Errorf("Redrive(all) = %d, %v; want 4 (the skipped ones visible again)", n, err)
+			}
+			got := drain(t, b, names.Live[0])
+			tenants := []string{}
+			for tenant, metas := range got {
+				for range metas {
+					tenants = append(tenants, tenant)
+				}
+			}
+			sort.Strings(tenants)
+			if diff := cmp.Diff([]string{"", "b", "b"}, tenants); diff != "" {
+				t.Errorf("tenants on live queue 0 (-want +got):\n%s", diff)
+			}
+			if left := drain(t, b, names.Live[1]); len(left["a"]) != 1 {
+				t.Errorf("live queue 1 got %v, want the last message of a", left)
+			}
+			if n := depth(t, b, names.DLQ); n != 0 {
+				t.Errorf("%d dead letters left, want 0", n)
+			}
+			backlog.mu.Lock()
+			if diff := cmp.Diff(map[string]int64{"a": 3, "b": 2, "": 1}, backlog.got); diff != "" {
+				t.Errorf("backlog increments (-want +got):\n%s", diff)
+			}
+			backlog.mu.Unlock()
+		})
+	}
+}
+
+func TestRedriveInvalid(t *testing.T) {
+	b, names := setup(t, "memory")
+	for _, cfg := range []consumer.RedriveConfig{
+		{Names: names, Picker: picker{}},
+		{Backend: b, Names: names},
+		{Backend: b, Picker: picker{}},
+		{Backend: b, Names: names, Picker: picker{}, Max: -1},
+	} {
+		if _, err := consumer.Redrive(context.Background(), cfg); !errors.Is(err, consumer.ErrInvalidConfig) {
+			t.Errorf("Redrive(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
