@@ -1,0 +1,313 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/tenant"
+	"github.com/fairq/fairq/throttle"
+)
+
+// Request headers the gateway reads.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderTraceparent    = "traceparent"
+)
+
+// bodySlack is added to the raw request body cap for the JSON around a
+// message and its attributes.
+const bodySlack = 64 << 10
+
+// accepted is the answer for a message on a queue.
+type accepted struct {
+	ID         string `json:"id"`
+	Tenant     string `json:"tenant"`
+	Queue      string `json:"queue"`
+	EnqueuedAt string `json:"enqueued_at"`
+}
+
+// handleEnqueue serves POST /v1/messages.
+func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
+	t, err := s.authenticate(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, status, err := s.enqueueRequest(w, r, t)
+	if err != nil {
+		s.reject(w, r, t, err)
+		return
+	}
+	writeJSON(w, status, res)
+}
+
+func (s *Server) enqueueRequest(w http.ResponseWriter, r *http.Request, t tenant.Tenant) (accepted, int, error) {
+	if err := checkJSONContent(r); err != nil {
+		return accepted{}, 0, err
+	}
+	data, err := readBody(w, r, 3*int64(s.cfg.MaxMessageSize)+bodySlack)
+	if err != nil {
+		return accepted{}, 0, err
+	}
+	msg, err := decodeMessage(data, false)
+	if err != nil {
+		return accepted{}, 0, err
+	}
+	if k, ok := r.Header[HeaderIdempotencyKey]; ok {
+		if len(k) != 1 {
+			return accepted{}, 0, errorf(CodeInvalidRequest, "send one Idempotency-Key header, not %d", len(k))
+		}
+		if err := checkIdempotencyKey(k[0]); err != nil {
+			return accepted{}, 0, errorf(CodeInvalidRequest, "Idempotency-Key %s", err.Detail)
+		}
+		msg.idempotencyKey = k[0]
+	}
+	item, err := s.prepare(t, msg, requestID(r.Context()), traceparentOf(r))
+	if err != nil {
+		return accepted{}, 0, err
+	}
+	d, err := s.admit(r.Context(), t, 1)
+	setRateLimitHeaders(w.Header(), d)
+	if err != nil {
+		return accepted{}, 0, err
+	}
+	res, err := s.send(r.Context(), t, item)
+	if err != nil {
+		return accepted{}, 0, err
+	}
+	return res, http.StatusAccepted, nil
+}
+
+// reject answers an error for an authenticated tenant and counts it.
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, t tenant.Tenant, err error) {
+	_, e := problemOf(err)
+	s.m.rejected.WithLabelValues(s.m.labels.of(t.ID), string(e.Code)).Inc()
+	s.writeError(w, r, err)
+}
+
+// authenticate returns the tenant of the request's bearer API key.
+func (s *Server) authenticate(r *http.Request) (tenant.Tenant, error) {
+	key, ok := bearer(r)
+	if !ok {
+		return tenant.Tenant{}, &Error{Code: CodeUnauthorized, Detail: "missing API key: send Authorization: Bearer <key>"}
+	}
+	t, err := s.cfg.Tenants.Authenticate(key)
+	if err != nil {
+		return tenant.Tenant{}, &Error{Code: CodeUnauthorized, Detail: "unknown API key", Err: err}
+	}
+	return t, nil
+}
+
+// bearer returns the token of an Authorization: Bearer header.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[len(scheme):])
+	return tok, tok != ""
+}
+
+// checkJSONContent accepts application/json, with at most a charset of
+// utf-8.
+func checkJSONContent(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "application/json" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err == nil && mt == "application/json" {
+		cs, ok := params["charset"]
+		if len(params) == 0 || len(params) == 1 && ok && strings.EqualFold(cs, "utf-8") {
+			return nil
+		}
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return errorf(CodeUnsupportedMediaType, "Content-Type %s: want application/json", quoteName(ct))
+}
+
+// readBody reads the request body, refusing more than limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	if _, err := buf.ReadFrom(body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, &Error{Code: CodeInvalidRequest, Detail: "could not read the request body", Err: err}
+	}
+	return buf.Bytes(), nil
+}
+
+// prepare makes the queue entry of a message: the caller's attributes and
+// fairq's own (fairq-tenant from the key, never from the request), sized
+// as SQS counts it against MaxMessageSize. fairq-meta is sized with the
+// longest live queue name and set for real once the queue is picked.
+func (s *Server) prepare(t tenant.Tenant, msg message, reqID, traceparent string) (sendItem, error) {
+	attrs := msg.attrs
+	if attrs == nil {
+		attrs = make(map[string]string, 3)
+	}
+	attrs[envelope.AttrTenant] = t.ID
+	if traceparent != "" {
+		attrs[envelope.AttrTraceparent] = traceparent
+	}
+	now := s.cfg.Now()
+	meta := envelope.Meta{EnqueuedAt: now.UnixMilli(), RequestID: reqID, IdempotencyKey: msg.idempotencyKey, Origin: s.longest}
+	attrs[envelope.AttrMeta] = meta.Encode()
+	size := messageSize(msg.body, attrs)
+	if size > s.cfg.MaxMessageSize {
+		return sendItem{}, errorf(CodeTooLarge, "message is %d bytes as SQS counts it (body and attributes), at most %d", size, s.cfg.MaxMessageSize)
+	}
+	return sendItem{
+		tenant: t.ID,
+		meta:   meta,
+		size:   size,
+		body:   msg.body,
+		attrs:  attrs,
+		delay:  msg.delay,
+	}, nil
+}
+
+// admit takes a token from the tenant's ingest bucket, its limit scaled
+// down by the tenant's backlog between soft_backlog and max_backlog.
+func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.Decision, error) {
+	lim := throttle.Limit{Rate: t.Limits.IngestRate, Burst: t.Limits.IngestBurst}
+	d, err := s.cfg.Limiter.Allow(ctx, ingestKey(t.ID), lim, n)
+	if err != nil {
+		return throttle.Decision{Limit: lim}, err
+	}
+	if d.Allowed == 0 {
+		return d, &Error{Code: CodeRateLimited, RetryAfter: d.RetryAfter,
+			Detail: "tenant " + t.ID + " is over its ingest rate of " + strconv.FormatFloat(lim.Rate, 'g', -1, 64) + " messages/s (burst " + strconv.Itoa(lim.Burst) + ")"}
+	}
+	return d, nil
+}
+
+// setRateLimitHeaders writes the RateLimit fields of an admission answer.
+func setRateLimitHeaders(h http.Header, d throttle.Decision) {
+	if d.Limit.Burst == 0 && d.Limit.Rate == 0 {
+		return // no decision was made
+	}
+	h.Set("RateLimit-Limit", strconv.Itoa(max(d.Limit.Burst, 1)))
+	h.Set("RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
+	reset := int64(0)
+	if d.ResetAfter > 0 {
+		reset = ceilSeconds(d.ResetAfter)
+	}
+	h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
+}
+
+// send picks the tenant's queue, sends the message through the batcher and
+// waits for SQS's answer.
+func (s *Server) send(ctx context.Context, t tenant.Tenant, item sendItem) (accepted, error) {
+	s.mu.Lock()
+	stopped := s.stopped || !s.started
+	s.mu.Unlock()
+	if stopped {
+		return accepted{}, ErrStopped
+	}
+	q := s.cfg.Picker.Pick(t.ID)
+	if q < 0 || q >= len(s.cfg.Names.Live) {
+		return accepted{}, &Error{Code: CodeInternal, Detail: "internal error", Err: errors.New("picker chose a queue out of range")}
+	}
+	name := s.cfg.Names.Live[q]
+	item.meta.Origin = name
+	item.attrs[envelope.AttrMeta] = item.meta.Encode()
+	tk, err := s.batcher.Submit(name, item)
+	if err != nil {
+		s.cfg.Picker.Sent(q, -1)
+		return accepted{}, errors.Join(ErrStopped, err)
+	}
+	res, err := tk.Wait(ctx)
+	if err != nil {
+		return accepted{}, err // the client left; the message may still go
+	}
+	if res.err != nil {
+		s.cfg.Picker.Sent(q, -1)
+		return accepted{}, res.err
+	}
+	s.m.admitted.WithLabelValues(s.m.labels.of(t.ID)).Inc()
+	return accepted{
+		ID:         res.messageID,
+		Tenant:     t.ID,
+		Queue:      name,
+		EnqueuedAt: formatTime(time.UnixMilli(item.meta.EnqueuedAt)),
+	}, nil
+}
+
+// formatTime is RFC 3339 in UTC with milliseconds.
+func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// traceparentOf returns the request's traceparent header if it is a valid
+// W3C trace context, else "".
+func traceparentOf(r *http.Request) string {
+	v := r.Header.Get(HeaderTraceparent)
+	if validTraceparent(v) {
+		return v
+	}
+	return ""
+}
+
+// validTraceparent checks version-traceid-parentid-flags: lowercase hex,
+// version not ff, ids not all zero; version 00 is exactly 55 characters and
+// later versions may add fields after a dash.
+func validTraceparent(v string) bool {
+	if len(v) < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return false
+	}
+	if !lowerHex(v[0:2]) || !lowerHex(v[3:35]) || !lowerHex(v[36:52]) || !lowerHex(v[53:55]) {
+		return false
+	}
+	switch {
+	case v[0:2] == "ff":
+		return false
+	case v[0:2] == "00" && len(v) != 55:
+		return false
+	case len(v) > 55 && v[55] != '-':
+		return false
+	case strings.Trim(v[3:35], "0") == "" || strings.Trim(v[36:52], "0") == "":
+		return false
+	}
+	return true
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// writeJSON answers with a JSON value.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

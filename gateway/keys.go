@@ -1,0 +1,7 @@
+package gateway
+
+// Keys the gateway uses in Redis and in its rate limiter. The limiter and
+// the idempotency store put their own prefixes in front.
+
+// ingestKey is the rate limit bucket of a tenant's admission.
+func ingestKey(tenant string) string { return "ingest:" + tenant }

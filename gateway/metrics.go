@@ -1,0 +1,140 @@
+package gateway
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// otherTenant is the label of tenants beyond the labelled ones.
+const otherTenant = "other"
+
+// metrics are the gateway's Prometheus metrics.
+type metrics struct {
+	requests   *prometheus.CounterVec   // route, status
+	duration   *prometheus.HistogramVec // route
+	admitted   *prometheus.CounterVec   // tenant
+	rejected   *prometheus.CounterVec   // tenant, reason
+	replayed   *prometheus.CounterVec   // tenant
+	batchSize  prometheus.Histogram
+	sends      *prometheus.CounterVec // result: ok, error
+	sendErrors *prometheus.CounterVec // reason
+	retries    prometheus.Counter
+	degraded   *prometheus.GaugeVec   // component
+	fallback   *prometheus.CounterVec // component
+
+	labels tenantLabels
+}
+
+func newMetrics(reg prometheus.Registerer, maxTenants int) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_http_requests_total",
+			Help: "HTTP requests answered by the gateway, by route pattern and status.",
+		}, []string{"route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "fairq_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route"}),
+		admitted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_admitted_total",
+			Help: "Messages accepted onto a queue, by tenant (configured tenants up to a bound; the rest are \"other\").",
+		}, []string{"tenant"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_rejected_total",
+			Help: "Messages refused at the front door, by tenant and reason (the error code).",
+		}, []string{"tenant", "reason"}),
+		replayed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_idempotent_replays_total",
+			Help: "Requests answered with the message of an earlier request with the same Idempotency-Key, by tenant.",
+		}, []string{"tenant"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "fairq_send_batch_size",
+			Help:    "Messages per SendMessageBatch call of the gateway.",
+			Buckets: []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+		}),
+		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_send_calls_total",
+			Help: "SendMessageBatch calls of the gateway, retries included, by result.",
+		}, []string{"result"}),
+		sendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_send_failures_total",
+			Help: "Messages the gateway could not send after its retries (answered 5xx), by reason.",
+		}, []string{"reason"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fairq_send_retries_total",
+			Help: "Send attempts repeated after a fault of the queue service.",
+		}),
+		degraded: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fairq_redis_degraded",
+			Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
+		}, []string{"component"}),
+		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_redis_fallback_total",
+			Help: "Operations answered from local state because Redis was unreachable, by component.",
+		}, []string{"component"}),
+		labels: tenantLabels{max: maxTenants, known: make(map[string]struct{})},
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.admitted, m.rejected, m.replayed, m.batchSize, m.sends, m.sendErrors, m.retries} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if m.degraded, err = registerVec(reg, m.degraded); err != nil {
+		return nil, err
+	}
+	if m.fallback, err = registerVec(reg, m.fallback); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// registerVec registers c, or returns the equal collector another
+// component registered before.
+func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
+
+// tenantLabels bounds the tenant label: the first max tenants seen get
+// their own, every later one is "other", so that the number of series
+// cannot grow with the number of tenants.
+type tenantLabels struct {
+	max   int
+	mu    sync.RWMutex
+	known map[string]struct{}
+}
+
+func (l *tenantLabels) of(tenant string) string {
+	l.mu.RLock()
+	_, ok := l.known[tenant]
+	full := len(l.known) >= l.max
+	l.mu.RUnlock()
+	if ok {
+		return tenant
+	}
+	if full {
+		return otherTenant
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.known) >= l.max {
+		return otherTenant
+	}
+	l.known[tenant] = struct{}{}
+	return tenant
+}

@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// HeaderRequestID carries the request id, both ways.
+const HeaderRequestID = "X-Request-Id"
+
+// MaxRequestIDLength is the longest X-Request-Id taken from a caller.
+const MaxRequestIDLength = 128
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// requestID returns the id of the request of ctx.
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// requestIDs makes request ids: a random prefix per process and a counter,
+// unique without a random read per request.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	var b [6]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
+}
+
+func (g *requestIDs) next() string {
+	var buf [32]byte
+	b := append(buf[:0], g.prefix...)
+	return string(strconv.AppendUint(b, g.n.Add(1), 10))
+}
+
+// validRequestID reports whether a caller's X-Request-Id is kept: 1–128
+// printable ASCII characters, no space.
+func validRequestID(s string) bool {
+	if s == "" || len(s) > MaxRequestIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// routeOf returns the route pattern that served r, or "unmatched".
+func routeOf(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		if p := rc.RoutePattern(); p != "" {
+			return p
+		}
+	}
+	return "unmatched"
+}
+
+// frame is the outermost middleware: it gives every request an id (the
+// caller's, if well formed) and the X-Request-Id header, turns a panic into
+// a 500 problem, and counts and times the request by route and status.
+func (s *Server) frame(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(HeaderRequestID)
+		if !validRequestID(id) {
+			id = s.ids.next()
+		}
+		w.Header().Set(HeaderRequestID, id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.LogAttrs(r.Context(), slog.LevelError, "handler panicked",
+					slog.String("request_id", id), slog.String("route", routeOf(r)),
+					slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+				if sw.status == 0 {
+					writeProblem(sw, r, http.StatusInternalServerError, &Error{Code: CodeInternal, Detail: "internal error"})
+				}
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			route := routeOf(r)
+			s.m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+			s.m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// notFound and methodNotAllowed answer unrouted requests with problems.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, errorf(CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, &Error{Code: CodeInvalidRequest, status: http.StatusMethodNotAllowed,
+		Detail: "method " + r.Method + " is not allowed on " + r.URL.Path})
+}
+
+var errNoBearer = errors.New("no bearer token")

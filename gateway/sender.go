@@ -1,0 +1,202 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/queue"
+)
+
+// sendItem is one message waiting for a batch.
+type sendItem struct {
+	tenant string
+	meta   envelope.Meta
+	size   int
+	body   string
+	attrs  map[string]string
+	delay  time.Duration
+}
+
+// sendResult is the fate of one sendItem.
+type sendResult struct {
+	messageID string
+	err       error
+}
+
+// Backoff between send attempts: full jitter over an exponential ceiling.
+const (
+	sendBackoffBase = 50 * time.Millisecond
+	sendBackoffCap  = time.Second
+)
+
+// entryIDs are the batch entry ids, by position.
+var entryIDs = func() [queue.MaxBatch]string {
+	var ids [queue.MaxBatch]string
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	return ids
+}()
+
+// flush sends one batch to a queue: the Batcher's Flush. Entries that fail
+// with a fault of the queue service (5xx, throttling, timeout, connection)
+// are tried again, up to SendAttempts in all, with backoff; entries the
+// service refuses as invalid or too large are not. A message that was not
+// acknowledged is reported failed, so that no client gets a 202 for it.
+// Accepted messages are counted on their tenant's backlog here, whether or
+// not their caller is still waiting.
+func (s *Server) flush(ctx context.Context, name string, items []sendItem) ([]sendResult, error) {
+	s.m.batchSize.Observe(float64(len(items)))
+	results := make([]sendResult, len(items))
+	todo := make([]int, len(items)) // indices still to send
+	for i := range todo {
+		todo[i] = i
+	}
+	entries := make([]queue.Entry, 0, len(items))
+	var lastErr error
+	for attempt := 1; len(todo) > 0; attempt++ {
+		entries = entries[:0]
+		for _, i := range todo {
+			it := &items[i]
+			entries = append(entries, queue.Entry{ID: entryIDs[i], Body: it.body, Attributes: it.attrs, Delay: it.delay})
+		}
+		actx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+		res, err := s.cfg.Backend.Send(actx, name, entries)
+		cancel()
+		var again []int
+		if err != nil {
+			lastErr = err
+			s.m.sends.WithLabelValues("error").Inc()
+			if retryable(err) && ctx.Err() == nil {
+				again = todo
+			} else {
+				for _, i := range todo {
+					results[i].err = sendError(err)
+				}
+			}
+		} else {
+			s.m.sends.WithLabelValues("ok").Inc()
+			for _, r := range res {
+				i, perr := strconv.Atoi(r.ID)
+				if perr != nil || i < 0 || i >= len(items) {
+					continue // not an id of ours; its entry stays unanswered below
+				}
+				switch {
+				case r.Err == nil && r.MessageID != "":
+					results[i] = sendResult{messageID: r.MessageID}
+				case r.Err != nil && retryable(r.Err) && ctx.Err() == nil:
+					lastErr = r.Err
+					again = append(again, i)
+				case r.Err != nil:
+					results[i].err = sendError(r.Err)
+				}
+			}
+			for _, i := range todo {
+				if results[i].messageID == "" && results[i].err == nil && !contains(again, i) {
+					results[i].err = sendError(fmt.Errorf("queue %q gave no result for entry %d", name, i))
+				}
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		if attempt >= s.cfg.SendAttempts || !sleep(ctx, backoff(attempt)) {
+			for _, i := range again {
+				results[i].err = sendError(fmt.Errorf("after %d attempts: %w", attempt, lastErr))
+			}
+			break
+		}
+		s.m.retries.Inc()
+		todo = again
+	}
+	s.account(ctx, items, results)
+	return results, nil
+}
+
+// account adds the accepted messages to their tenants' backlogs and counts
+// the failures.
+func (s *Server) account(ctx context.Context, items []sendItem, results []sendResult) {
+	var tenants [queue.MaxBatch]string
+	var counts [queue.MaxBatch]int64
+	n := 0
+	for i, r := range results {
+		if r.err != nil {
+			_, e := problemOf(r.err)
+			s.m.sendErrors.WithLabelValues(string(e.Code)).Inc()
+			continue
+		}
+		j := 0
+		for j < n && tenants[j] != items[i].tenant {
+			j++
+		}
+		if j == n {
+			tenants[n] = items[i].tenant
+			n++
+		}
+		counts[j]++
+	}
+	if s.cfg.Backlog == nil {
+		return
+	}
+	for j := range n {
+		if err := s.cfg.Backlog.Add(ctx, tenants[j], counts[j]); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "backlog count not updated; reconciliation will correct it",
+				slog.String("tenant", tenants[j]), slog.Int64("n", counts[j]), slog.Any("err", err))
+		}
+	}
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// retryable reports whether a send error is a fault of the queue service
+// or of the network, worth another attempt.
+func retryable(err error) bool {
+	switch {
+	case errors.Is(err, queue.ErrInvalidEntry), errors.Is(err, queue.ErrTooLarge),
+		errors.Is(err, queue.ErrTooManyEntries), errors.Is(err, queue.ErrEmptyBatch),
+		errors.Is(err, queue.ErrQueueNotFound), errors.Is(err, context.Canceled):
+		return false
+	}
+	return true
+}
+
+// sendError is the error a caller gets for a message that was not sent:
+// the service's refusal of an invalid message as is, anything else as
+// unavailable (503, Retry-After).
+func sendError(err error) error {
+	if errors.Is(err, queue.ErrInvalidEntry) || errors.Is(err, queue.ErrTooLarge) {
+		return err
+	}
+	return &Error{Code: CodeUnavailable, Detail: "the queue service did not take the message; retry", RetryAfter: time.Second, Err: err}
+}
+
+// backoff returns the wait before attempt+1.
+func backoff(attempt int) time.Duration {
+	ceil := min(sendBackoffBase<<(attempt-1), sendBackoffCap)
+	return time.Duration(rand.Int64N(int64(ceil))) + time.Millisecond
+}
+
+// sleep waits d or until ctx ends; false if ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,255 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/tenant"
+	"github.com/fairq/fairq/throttle"
+)
+
+// Backend is the part of queue.Backend the gateway uses.
+type Backend interface {
+	Send(ctx context.Context, queue string, entries []queue.Entry) ([]queue.SendResult, error)
+	Depth(ctx context.Context, queue string) (queue.Depth, error)
+}
+
+// Picker chooses the live queue of each message (sharding.Tracker).
+type Picker interface {
+	// Pick returns the index in Names.Live of the queue for a message of
+	// the tenant, and counts the message there.
+	Pick(tenant string) int
+	// Sent corrects the count of queue i by n; the gateway calls it with
+	// -1 for a picked message that was not sent.
+	Sent(i, n int)
+}
+
+// Limiter grants admission tokens (throttle.LocalLimiter,
+// throttle.FailoverLimiter over a throttle.RedisLimiter).
+type Limiter interface {
+	Allow(ctx context.Context, key string, l throttle.Limit, n int) (throttle.Decision, error)
+}
+
+// Backlog counts each tenant's messages not yet ended (backlog.Memory,
+// backlog.Redis). The gateway adds what it sent; workers take away what
+// ended.
+type Backlog interface {
+	Add(ctx context.Context, tenant string, n int64) error
+	Get(ctx context.Context, tenant string) (int64, error)
+}
+
+// Redriver moves dead letters back to the live queues (the worker's
+// redrive). Nil in Config leaves POST /admin/v1/dlq/redrive answering 503.
+type Redriver interface {
+	Redrive(ctx context.Context, tenant string, max int) (moved int, err error)
+}
+
+// Config configures a Server.
+type Config struct {
+	// Backend is where messages go; required.
+	Backend Backend
+	// Names are the deployment's queues; at least one live queue.
+	Names queue.Names
+	// Picker chooses a live queue for each message; required.
+	Picker Picker
+	// Tenants authenticates API keys; required.
+	Tenants *tenant.Registry
+	// Limiter admits each tenant's messages at its ingest_rate and
+	// ingest_burst; nil uses a throttle.LocalLimiter.
+	Limiter Limiter
+	// Backlog, when set, counts accepted messages and slows then stops a
+	// tenant whose backlog passes soft_backlog, then max_backlog.
+	Backlog Backlog
+
+	// MaxMessageSize is the largest message accepted, counted as SQS
+	// counts it; zero uses queue.MaxMessageSizeDefault, at most
+	// queue.MaxMessageSizeCap.
+	MaxMessageSize int
+	// BatchWindow is the longest a message waits for others bound for the
+	// same queue to share its SendMessageBatch call; zero uses
+	// BatchWindowDefault (2 ms).
+	BatchWindow time.Duration
+	// BatchBytes bounds the size of one SendMessageBatch call; zero uses
+	// BatchBytesDefault.
+	BatchBytes int
+	// SendAttempts is how many times a send is tried when SQS fails with
+	// a fault of its own (5xx, throttling, timeout); zero uses
+	// SendAttemptsDefault.
+	SendAttempts int
+	// SendTimeout bounds one attempt; zero uses SendTimeoutDefault.
+	SendTimeout time.Duration
+	// ReadyCache is how long /readyz reuses its last look at the backend;
+	// zero uses ReadyCacheDefault.
+	ReadyCache time.Duration
+	// MaxTenantLabels bounds the tenant label of the metrics; zero uses
+	// MaxTenantLabelsDefault.
+	MaxTenantLabels int
+
+	// Logger receives request failures and state changes; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the gateway's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Gatherer is what /metrics serves; nil serves 404 there.
+	Gatherer prometheus.Gatherer
+	// Now is the clock of enqueue times; nil uses time.Now.
+	Now func() time.Time
+}
+
+// Config defaults.
+const (
+	BatchBytesDefault      = 256 << 10
+	SendAttemptsDefault    = 3
+	SendTimeoutDefault     = 5 * time.Second
+	ReadyCacheDefault      = time.Second
+	MaxTenantLabelsDefault = 100
+)
+
+func (c Config) withDefaults() Config {
+	c.MaxMessageSize = cmp.Or(c.MaxMessageSize, queue.MaxMessageSizeDefault)
+	c.BatchWindow = cmp.Or(c.BatchWindow, BatchWindowDefault)
+	c.BatchBytes = cmp.Or(c.BatchBytes, BatchBytesDefault)
+	c.SendAttempts = cmp.Or(c.SendAttempts, SendAttemptsDefault)
+	c.SendTimeout = cmp.Or(c.SendTimeout, SendTimeoutDefault)
+	c.ReadyCache = cmp.Or(c.ReadyCache, ReadyCacheDefault)
+	c.MaxTenantLabels = cmp.Or(c.MaxTenantLabels, MaxTenantLabelsDefault)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Limiter == nil {
+		c.Limiter = throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now})
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("gateway: "+format, args...)) }
+	if c.Backend == nil {
+		bad("Backend is required")
+	}
+	if len(c.Names.Live) == 0 {
+		bad("Names needs at least one live queue")
+	}
+	if c.Picker == nil {
+		bad("Picker is required")
+	}
+	if c.Tenants == nil {
+		bad("Tenants is required")
+	}
+	if c.MaxMessageSize < 1 || c.MaxMessageSize > queue.MaxMessageSizeCap {
+		bad("MaxMessageSize %d, want 1–%d", c.MaxMessageSize, queue.MaxMessageSizeCap)
+	}
+	if c.BatchBytes < 1 || c.BatchBytes > queue.MaxMessageSizeCap {
+		bad("BatchBytes %d, want 1–%d", c.BatchBytes, queue.MaxMessageSizeCap)
+	}
+	if c.SendAttempts < 1 || c.SendTimeout < 0 || c.BatchWindow < 0 {
+		bad("SendAttempts %d, SendTimeout %v and BatchWindow %v must be positive", c.SendAttempts, c.SendTimeout, c.BatchWindow)
+	}
+	return errors.Join(errs...)
+}
+
+// Server is the HTTP front door: an http.Handler serving the API of
+// DESIGN.md §7. Start it before serving and stop it after the HTTP server
+// has shut down (see Stop).
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	m       *metrics
+	ids     *requestIDs
+	router  chi.Router
+	batcher *Batcher[sendItem, sendResult]
+	// longest is the longest live queue name, for sizing fairq-meta before
+	// the queue is picked.
+	longest string
+	ready   readiness
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New returns a Server; Start it before serving.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.MaxTenantLabels)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: register metrics: %w", err)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, m: m, ids: newRequestIDs()}
+	for _, n := range cfg.Names.Live {
+		if len(n) > len(s.longest) {
+			s.longest = n
+		}
+	}
+	s.batcher, err = NewBatcher(BatcherConfig[sendItem, sendResult]{
+		Flush:    s.flush,
+		MaxItems: queue.MaxBatch,
+		MaxBytes: cfg.BatchBytes,
+		Size:     func(it sendItem) int { return it.size },
+		Window:   cfg.BatchWindow,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.router = s.routes()
+	return s, nil
+}
+
+// routes builds the router. Every route is in api/openapi.json; a test
+// holds the two together.
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.frame)
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+
+	r.Get("/healthz", s.handleHealth)
+	r.Get("/readyz", s.handleReady)
+	if s.cfg.Gatherer != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	r.Post("/v1/messages", s.handleEnqueue)
+	return r
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// Start starts the send batcher. The server answers 503 before Start.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("gateway: started twice")
+	}
+	s.started = true
+	return s.batcher.Start(ctx)
+}
+
+// Stop flushes the messages waiting for a batch and waits for their sends;
+// enqueue requests arriving after Stop are answered 503. Shut the HTTP
+// server down first (http.Server.Shutdown stops accepting and waits for
+// the handlers, which wait for their sends), then Stop. Stop is idempotent.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	return s.batcher.Stop(ctx)
+}
