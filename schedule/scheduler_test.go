@@ -1,0 +1,202 @@
+package schedule_test
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/internal/testenv"
+	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/schedule"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
+
+var discard = slog.New(slog.DiscardHandler)
+
+func tasks(t testing.TB, yaml string) []schedule.Task {
+	t.Helper()
+	ts, err := schedule.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+const everySecond = "version: 1\ncron:\n - name: tick\n   url: /scheduled/tick\n   schedule: '@every 1s'\n"
+
+func newQueue(t testing.TB) *queue.Memory {
+	t.Helper()
+	b := queue.NewMemory(queue.MemoryConfig{})
+	if _, err := b.Create(context.Background(), queue.Spec{Name: "cron"}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// firings drains the queue and returns the scheduled times (unix seconds)
+// of the firings on it, sorted.
+func firings(t testing.TB, b *queue.Memory) []int64 {
+	t.Helper()
+	var out []int64
+	for {
+		msgs, err := b.Receive(context.Background(), "cron", queue.ReceiveOptions{Max: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			task, err := consumer.DecodeTask(m.Attributes[consumer.AttrTask])
+			if err != nil {
+				t.Fatalf("firing without a task: %v", err)
+			}
+			if task.Name != "tick" || task.Path != "/scheduled/tick" {
+				t.Errorf("firing of %+v", task)
+			}
+			out = append(out, task.ScheduledAt.Unix())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestAlone: without Redis the process is its own leader and fires every
+// scheduled time.
+func TestAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newQueue(t)
+		s, err := schedule.New(schedule.Config{Tasks: tasks(t, everySecond), Backend: b, Queue: "cron", Logger: discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now().Unix()
+		time.Sleep(5*time.Second + 500*time.Millisecond)
+		if err := s.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := []int64{start + 1, start + 2, start + 3, start + 4, start + 5}
+		if got := firings(t, b); !slices.Equal(got, want) {
+			t.Errorf("fired at %v, want %v", got, want)
+		}
+		if s.Leader() {
+			t.Error("still leading after Stop")
+		}
+	})
+}
+
+// TestFleet: three schedulers sharing Redis fire each scheduled time once;
+// when the leader stops, and then when the next one crashes, another takes
+// over and the firings missed meanwhile are caught up.
+func TestFleet(t *testing.T) {
+	t.Parallel()
+	addr := testenv.RedisAddr(t)
+	prefix := testenv.Prefix(t) + ":"
+	b := newQueue(t)
+	const ttl = time.Second
+	type member struct {
+		s    *schedule.Scheduler
+		reg  *prometheus.Registry
+		kill context.CancelFunc
+		rdb  *redis.Client
+	}
+	var fleet []*member
+	for i := range 3 {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { rdb.Close() })
+		reg := prometheus.NewRegistry()
+		s, err := schedule.New(schedule.Config{
+			Tasks: tasks(t, everySecond), Backend: b, Queue: "cron",
+			Redis: rdb, KeyPrefix: prefix, LeaseTTL: ttl, Identity: string(rune('a' + i)),
+			Logger: discard, Registerer: reg,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, kill := context.WithCancel(context.Background())
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		m := &member{s, reg, kill, rdb}
+		fleet = append(fleet, m)
+		t.Cleanup(func() { kill(); m.s.Stop(context.Background()) })
+	}
+	leader := func() *member {
+		t.Helper()
+		deadline := time.Now().Add(5 * ttl)
+		for time.Now().Before(deadline) {
+			var leaders []*member
+			for _, m := range fleet {
+				if m.s.Leader() {
+					leaders = append(leaders, m)
+				}
+			}
+			if len(leaders) == 1 {
+				return leaders[0]
+			}
+			time.Sleep(50 * time.Millisecond) // polling the state of other processes' leases
+		}
+		t.Fatal("no single leader")
+		return nil
+	}
+	fired := func(m *member) float64 {
+		mfs, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "fairq_cron_fired_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return 0
+	}
+
+	first := leader()
+	time.Sleep(3 * time.Second)
+	if err := first.s.Stop(context.Background()); err != nil { // graceful: gives up its lease
+		t.Fatal(err)
+	}
+	fleet = slices.DeleteFunc(fleet, func(m *member) bool { return m == first })
+	second := leader()
+	time.Sleep(3 * time.Second)
+	second.kill() // crash: its lease runs out
+	second.s.Stop(context.Background())
+	fleet = slices.DeleteFunc(fleet, func(m *member) bool { return m == second })
+	third := leader()
+	time.Sleep(3 * time.Second)
+	end := time.Now().Unix()
+	third.s.Stop(context.Background())
+
+	got := firings(t, b)
+	if len(got) == 0 {
+		t.Fatal("nothing fired")
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] == got[i-1] {
+			t.Errorf("fired twice for %d", got[i])
+		}
+		if got[i] > got[i-1]+1 {
+			t.Errorf("no firing between %d and %d", got[i-1], got[i])
+		}
+	}
+	if last := got[len(got)-1]; last < end-1 {
+		t.Errorf("last firing at %d, want up to %d", last, end-1)
+	}
+	for i, m := range []*member{first, second, third} {
+		if fired(m) == 0 {
+			t.Errorf("leader %d fired nothing", i+1)
+		}
+	}
+}
