@@ -1,0 +1,181 @@
+package backlog
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config configures a Counter.
+type Config struct {
+	// Redis, when set, holds the counters for the whole fleet; nil keeps
+	// them in this process.
+	Redis redis.UniversalClient
+	// Prefix goes in front of every Redis key ("fairq:").
+	Prefix string
+	// Bucket is the span of time whose Adds share a bucket; zero uses
+	// BucketDefault.
+	Bucket time.Duration
+	// Horizon is how long a count is kept without a Done; zero uses
+	// HorizonDefault.
+	Horizon time.Duration
+	// MaxStale is how old a Get's answer from Redis may be; zero uses
+	// MaxStaleDefault, negative asks Redis every time.
+	MaxStale time.Duration
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+// Config defaults.
+const (
+	BucketDefault   = time.Hour
+	HorizonDefault  = 4 * 24 * time.Hour
+	MaxStaleDefault = 100 * time.Millisecond
+)
+
+func (c Config) withDefaults() Config {
+	c.Bucket = cmp.Or(c.Bucket, BucketDefault)
+	c.Horizon = cmp.Or(c.Horizon, HorizonDefault)
+	c.MaxStale = cmp.Or(c.MaxStale, MaxStaleDefault)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Bucket < time.Second || c.Horizon < c.Bucket {
+		return fmt.Errorf("backlog: Bucket %v must be at least 1s and Horizon %v at least Bucket", c.Bucket, c.Horizon)
+	}
+	return nil
+}
+
+// ErrUnavailable wraps failures to reach Redis.
+var ErrUnavailable = errors.New("backlog store unavailable")
+
+// Counter counts each tenant's messages accepted and not yet ended. It is
+// safe for concurrent use and starts no goroutines.
+type Counter struct {
+	cfg   Config
+	store store
+
+	mu    sync.Mutex
+	cache map[string]cached // Redis only
+}
+
+type cached struct {
+	n  int64
+	at time.Time
+}
+
+// store holds the buckets. cutoff is the oldest bucket still kept, in unix
+// seconds; take removes up to n from the oldest buckets; capAt removes
+// what is above limit; both return what is left.
+type store interface {
+	add(ctx context.Context, tenant string, bucket int64, n int64, ttl time.Duration) error
+	take(ctx context.Context, tenant string, cutoff, n int64) (int64, error)
+	capAt(ctx context.Context, cutoff, limit int64) error
+}
+
+// New returns a Counter.
+func New(cfg Config) (*Counter, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Counter{cfg: cfg, cache: make(map[string]cached)}
+	if cfg.Redis != nil {
+		c.store = &redisStore{c: cfg.Redis, keys: redisKeys{prefix: cfg.Prefix}}
+	} else {
+		c.store = newMemStore()
+	}
+	return c, nil
+}
+
+// bucket returns the start of the bucket of t, in unix seconds.
+func (c *Counter) bucket(t time.Time) int64 {
+	span := int64(c.cfg.Bucket / time.Second)
+	s := t.Unix()
+	return s - s%span
+}
+
+// cutoff returns the oldest bucket still kept at now.
+func (c *Counter) cutoff(now time.Time) int64 { return c.bucket(now.Add(-c.cfg.Horizon)) }
+
+// Add counts n messages of a tenant accepted now.
+func (c *Counter) Add(ctx context.Context, tenant string, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	now := c.cfg.Now()
+	if err := c.store.add(ctx, tenant, c.bucket(now), n, c.cfg.Horizon+c.cfg.Bucket); err != nil {
+		return fmt.Errorf("backlog of %q: %w", tenant, err)
+	}
+	c.mu.Lock()
+	if e, ok := c.cache[tenant]; ok {
+		e.n += n
+		c.cache[tenant] = e
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// Done takes n ended messages off a tenant's count, from its oldest
+// buckets; the count does not go below zero.
+func (c *Counter) Done(ctx context.Context, tenant string, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	left, err := c.store.take(ctx, tenant, c.cutoff(c.cfg.Now()), n)
+	if err != nil {
+		return fmt.Errorf("backlog of %q: %w", tenant, err)
+	}
+	c.remember(tenant, left)
+	return nil
+}
+
+// Get returns a tenant's count. From Redis, the answer may be MaxStale old
+// but includes this process's Adds since.
+func (c *Counter) Get(ctx context.Context, tenant string) (int64, error) {
+	now := c.cfg.Now()
+	if _, mem := c.store.(*memStore); !mem && c.cfg.MaxStale > 0 {
+		c.mu.Lock()
+		e, ok := c.cache[tenant]
+		c.mu.Unlock()
+		if ok && now.Sub(e.at) < c.cfg.MaxStale {
+			return e.n, nil
+		}
+	}
+	n, err := c.store.take(ctx, tenant, c.cutoff(now), 0)
+	if err != nil {
+		return 0, fmt.Errorf("backlog of %q: %w", tenant, err)
+	}
+	c.remember(tenant, n)
+	return n, nil
+}
+
+func (c *Counter) remember(tenant string, n int64) {
+	if _, mem := c.store.(*memStore); mem {
+		return
+	}
+	c.mu.Lock()
+	c.cache[tenant] = cached{n: n, at: c.cfg.Now()}
+	c.mu.Unlock()
+}
+
+// Reconcile caps every tenant's count at total, the number of messages on
+// all the queues, taking the excess from the oldest buckets.
+func (c *Counter) Reconcile(ctx context.Context, total int64) error {
+	if err := c.store.capAt(ctx, c.cutoff(c.cfg.Now()), max(total, 0)); err != nil {
+		return fmt.Errorf("reconcile backlogs: %w", err)
+	}
+	c.mu.Lock()
+	clear(c.cache)
+	c.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,232 @@
+package backlog_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/backlog"
+	"github.com/fairq/fairq/internal/testenv"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// stores runs a test against the memory store and against Redis; the
+// counters newCounter makes share their counts.
+func stores(t *testing.T, test func(t *testing.T, newCounter func(now func() time.Time) *backlog.Counter)) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		// One process: every caller shares the one Counter.
+		var c *backlog.Counter
+		test(t, func(now func() time.Time) *backlog.Counter {
+			if c == nil {
+				var err error
+				if c, err = backlog.New(backlog.Config{Now: now}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return c
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+		t.Cleanup(func() { client.Close() })
+		prefix := testenv.Prefix(t) + ":"
+		test(t, func(now func() time.Time) *backlog.Counter {
+			c, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: now, MaxStale: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		})
+	})
+}
+
+func get(t *testing.T, c *backlog.Counter, tenant string) int64 {
+	t.Helper()
+	n, err := c.Get(context.Background(), tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCounter(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, newCounter func(func() time.Time) *backlog.Counter) {
+		ctx := context.Background()
+		clk := &clock{now: time.Date(2030, 1, 1, 10, 30, 0, 0, time.UTC)}
+		c := newCounter(clk.Now)
+		type step struct {
+			name    string
+			do      func() error
+			advance time.Duration
+			want    map[string]int64
+		}
+		steps := []step{
+			{"empty", nil, 0, map[string]int64{"a": 0, "b": 0}},
+			{"add", func() error { return c.Add(ctx, "a", 3) }, 0, map[string]int64{"a": 3, "b": 0}},
+			{"add an hour later", func() error { return c.Add(ctx, "a", 2) }, time.Hour, map[string]int64{"a": 5}},
+			{"other tenant", func() error { return c.Add(ctx, "b", 7) }, 0, map[string]int64{"a": 5, "b": 7}},
+			{"done takes from the oldest", func() error { return c.Done(ctx, "a", 4) }, 0, map[string]int64{"a": 1, "b": 7}},
+			{"not below zero", func() error { return c.Done(ctx, "a", 10) }, 0, map[string]int64{"a": 0, "b": 7}},
+			{"add after zero", func() error { return c.Add(ctx, "a", 1) }, 0, map[string]int64{"a": 1}},
+			{"done of an unknown tenant", func() error { return c.Done(ctx, "zzz", 1) }, 0, map[string]int64{"zzz": 0}},
+			{"reconcile caps at the queues' total", func() error { return c.Reconcile(ctx, 4) }, 0, map[string]int64{"a": 1, "b": 4}},
+			{"reconcile to empty queues", func() error { return c.Reconcile(ctx, 0) }, 0, map[string]int64{"a": 0, "b": 0}},
+		}
+		for _, s := range steps {
+			clk.Advance(s.advance)
+			if s.do != nil {
+				if err := s.do(); err != nil {
+					t.Fatalf("%s: %v", s.name, err)
+				}
+			}
+			for tenant, want := range s.want {
+				if got := get(t, c, tenant); got != want {
+					t.Errorf("%s: %s = %d, want %d", s.name, tenant, got, want)
+				}
+			}
+		}
+	})
+}
+
+// TestExpiry: a count no Done came for is forgotten after the horizon, and
+// the buckets expire one by one.
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, newCounter func(func() time.Time) *backlog.Counter) {
+		ctx := context.Background()
+		clk := &clock{now: time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)}
+		c := newCounter(clk.Now)
+		c.Add(ctx, "a", 5) // bucket 10:00
+		clk.Advance(2 * time.Hour)
+		c.Add(ctx, "a", 1)  // bucket 12:00
+		c.Done(ctx, "a", 2) // from 10:00: 3 left there
+		clk.Advance(backlog.HorizonDefault - 2*time.Hour)
+		if got := get(t, c, "a"); got != 4 {
+			t.Errorf("at the horizon of the first bucket: %d, want 4", got)
+		}
+		clk.Advance(time.Hour)
+		if got := get(t, c, "a"); got != 1 {
+			t.Errorf("past the horizon of the first bucket: %d, want 1", got)
+		}
+		clk.Advance(2 * time.Hour)
+		if got := get(t, c, "a"); got != 0 {
+			t.Errorf("past every horizon: %d, want 0", got)
+		}
+	})
+}
+
+func TestConcurrentAddsAndDones(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, newCounter func(func() time.Time) *backlog.Counter) {
+		ctx := context.Background()
+		gw, worker := newCounter(time.Now), newCounter(time.Now)
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if err := gw.Add(ctx, "a", 2); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for range 50 {
+			wg.Go(func() {
+				if err := worker.Done(ctx, "a", 1); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if got := get(t, gw, "a"); got != 50 {
+			t.Errorf("100 added, 50 done: %d", got)
+		}
+	})
+}
+
+// TestRedisCache: Get answers from a short cache that this process's Adds
+// update and Dones refresh.
+func TestRedisCache(t *testing.T) {
+	t.Parallel()
+	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+	t.Cleanup(func() { client.Close() })
+	prefix := testenv.Prefix(t) + ":"
+	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	newCounter := func() *backlog.Counter {
+		c, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: clk.Now, MaxStale: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ctx := context.Background()
+	gw, other := newCounter(), newCounter()
+	get(t, gw, "a") // caches 0
+	gw.Add(ctx, "a", 3)
+	other.Add(ctx, "a", 10)
+	if got := get(t, gw, "a"); got != 3 {
+		t.Errorf("within MaxStale: %d, want the cached 0 plus this process's 3", got)
+	}
+	clk.Advance(100 * time.Millisecond)
+	if got := get(t, gw, "a"); got != 13 {
+		t.Errorf("after MaxStale: %d, want 13", got)
+	}
+}
+
+func BenchmarkCounter(b *testing.B) {
+	ctx := context.Background()
+	mem, _ := backlog.New(backlog.Config{})
+	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(b)})
+	b.Cleanup(func() { client.Close() })
+	red, _ := backlog.New(backlog.Config{Redis: client, Prefix: testenv.Prefix(b) + ":", MaxStale: -1})
+	for name, c := range map[string]*backlog.Counter{"memory": mem, "redis": red} {
+		b.Run(name+"/add", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.Add(ctx, "a", 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/get", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Get(ctx, "a"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func ExampleCounter() {
+	ctx := context.Background()
+	c, _ := backlog.New(backlog.Config{})
+	c.Add(ctx, "acme", 3)  // the gateway, once SQS took three messages
+	c.Done(ctx, "acme", 1) // a worker, when one of them ended
+	n, _ := c.Get(ctx, "acme")
+	fmt.Println(n)
+	// Output: 2
+}

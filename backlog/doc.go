@@ -1,0 +1,46 @@
+// Package backlog counts, per tenant, the messages fairq has accepted and
+// not yet finished: the backlog the gateway's backpressure acts on
+// (DESIGN.md §5). The gateway calls Add once SQS acknowledged messages;
+// the worker calls Done when a message ends (deleted after success,
+// dead-lettered or dropped; a move between queues does not end it). With
+// Redis the counters are shared by the fleet; without, they live in the
+// process.
+//
+// # Reconciliation
+//
+// The counter is an estimate, and a crash between a message's end and its
+// Done, or between a send and its Add, leaves it wrong. Three rules keep
+// an error from lasting:
+//
+//   - Order. The gateway adds only after SQS acknowledged the messages, so
+//     a crash before the Add undercounts (admits a little more), never the
+//     reverse. A Done that finds nothing to take takes nothing: the count
+//     never goes below zero, so duplicate deliveries cannot push it
+//     negative.
+//   - Expiry. A tenant's count is kept in buckets by the time of the Add
+//     (Config.Bucket, an hour by default). Done takes from the oldest
+//     bucket first, and a bucket older than Config.Horizon (four days by
+//     default, SQS's default retention; set it to the worker's drop_age
+//     or the queues' retention) is dropped: a count no Done ever came for
+//     is forgotten after Horizon at the latest.
+//   - The queues' own count. Reconcile(total) caps every tenant's count at
+//     total, the number of messages on all the queues (live, overflow and
+//     backlog: visible, in flight and delayed), taking the excess from the
+//     oldest buckets. No tenant can hold more messages than the queues do,
+//     so a count above that is drift; when the queues drain, every count
+//     returns to zero. The gateway calls Reconcile about once a minute
+//     with the larger of its last two readings of the depths, since SQS's
+//     approximate counts lag behind sends.
+//
+// So a tenant can never be left blocked by a lost Done for longer than it
+// takes the queues to hold fewer than its max_backlog messages, and never
+// longer than Horizon.
+//
+// # Redis
+//
+// Each tenant has a hash of buckets (field: the bucket's start in unix
+// seconds, value: a count) that expires Horizon after its last Add, and a
+// set names the tenants with counts. Every multi-step update is one Lua
+// script. Get is served from a cache of Config.MaxStale (100 ms), to which
+// this process's own Adds are applied at once.
+package backlog
