@@ -1,0 +1,276 @@
+package sim
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"slices"
+
+	xfont "golang.org/x/image/font"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Colours of the chart, from the Okabe–Ito palette, which stays readable
+// to colour-blind eyes.
+var (
+	colorNone    = color.RGBA{0x00, 0x72, 0xb2, 0xff} // blue
+	colorPartial = color.RGBA{0xe6, 0x9f, 0x00, 0xff} // orange
+	colorWhole   = color.RGBA{0xd5, 0x5e, 0x00, 0xff} // vermillion
+	colorGrey    = color.RGBA{0x60, 0x60, 0x60, 0xff}
+
+	chartLabels = [...]string{"one shared\nqueue", "hash to\none queue", "shuffle shard,\nrandom queue", "shuffle shard,\nshallowest queue"}
+
+	strategyColors = [...]color.Color{
+		colorWhole,                         // shared
+		color.RGBA{0xcc, 0x79, 0xa7, 0xff}, // hash: reddish purple
+		colorPartial,                       // shard-random
+		colorNone,                          // shard-shallowest
+	}
+)
+
+// WritePNG draws the result as a PNG: on the left, every quiet tenant's p99
+// under each strategy, coloured by how much of its shard it shares with the
+// noisy tenant, against the baseline; on the right, the median quiet
+// tenant's p99 by time of sending, which climbs without end where the
+// noisy tenant's backlog is in the way.
+func (r *Result) WritePNG(w io.Writer) error {
+	left, err := r.tenantPlot()
+	if err != nil {
+		return err
+	}
+	right, err := r.timePlot()
+	if err != nil {
+		return err
+	}
+	const width, height = 15 * vg.Inch, 6.5 * vg.Inch
+	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(110))
+	dc := draw.New(img)
+	// White background: PNG viewers in dark mode show transparency as black.
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	// The left panel takes three fifths of the width.
+	split := dc.Rectangle.Min.X + (dc.Rectangle.Max.X-dc.Rectangle.Min.X)*3/5
+	lc, rc := dc, dc
+	lc.Rectangle.Max.X = split
+	rc.Rectangle.Min.X = split
+	left.Draw(draw.Crop(lc, vg.Points(8), -vg.Points(12), vg.Points(8), -vg.Points(8)))
+	right.Draw(draw.Crop(rc, vg.Points(12), -vg.Points(12), vg.Points(8), -vg.Points(8)))
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(w)
+	return err
+}
+
+func (r *Result) tenantPlot() (*plot.Plot, error) {
+	c := r.Config
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("p99 latency of each quiet tenant, with one tenant at %s× a quiet one's rate\nN = %d queues, shards of k = %d, %d quiet tenants, consumers at %s× the quiet load",
+		num(c.NoisyFactor), c.Queues, c.ShardSize, c.Quiet, num(c.Capacity))
+	styleTitle(p)
+	p.Y.Label.Text = "p99 latency, send to end of service (log scale)"
+	logAxis(&p.Y)
+	var names []string
+	for _, run := range r.Runs {
+		names = append(names, chartLabels[run.Strategy])
+	}
+	p.NominalX(names...)
+	p.X.Tick.Label.Font.Size = vg.Points(12)
+	p.X.Min, p.X.Max = -0.6, float64(len(r.Runs))-0.4
+	p.Add(plotter.NewGrid())
+
+	classes := []struct {
+		name  string
+		label string
+		color color.Color
+		glyph draw.GlyphDrawer
+	}{
+		{classNone, "no queue in common with the noisy tenant", colorNone, draw.CircleGlyph{}},
+		{classPartial, "some queues in common", colorPartial, draw.TriangleGlyph{}},
+		{classWhole, "whole shard (or queue) in common", colorWhole, draw.SquareGlyph{}},
+	}
+	quiet := len(r.Tenants) - 1
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, cl := range classes {
+		var pts plotter.XYs
+		for x, run := range r.Runs {
+			for i, l := range run.quiet() {
+				if l.class() != cl.name {
+					continue
+				}
+				// Spread the tenants across the strategy's column.
+				dx := -0.32 + 0.64*(float64(i)+0.5)/float64(quiet)
+				pts = append(pts, plotter.XY{X: float64(x) + dx, Y: l.P99})
+				lo, hi = min(lo, l.P99, l.BaselineP99), max(hi, l.P99)
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		s, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		s.GlyphStyle = draw.GlyphStyle{Color: cl.color, Radius: vg.Points(4), Shape: cl.glyph}
+		if quiet > 100 {
+			s.GlyphStyle.Radius = vg.Points(2)
+		}
+		p.Add(s)
+		p.Legend.Add(cl.label, s)
+	}
+	// Each strategy's baseline and the hurt threshold over it.
+	for x, run := range r.Runs {
+		base := median(field(run.quiet(), func(l Latency) float64 { return l.BaselineP99 }))
+		for _, ln := range []struct {
+			y      float64
+			dashed bool
+		}{{base, false}, {base * c.Hurt, true}} {
+			l, err := plotter.NewLine(plotter.XYs{{X: float64(x) - 0.42, Y: ln.y}, {X: float64(x) + 0.42, Y: ln.y}})
+			if err != nil {
+				return nil, err
+			}
+			l.Color = colorGrey
+			l.Width = vg.Points(1.5)
+			if ln.dashed {
+				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+				l.Width = vg.Points(1)
+			}
+			p.Add(l)
+			if x == 0 {
+				label := "p99 without the noisy tenant (median)"
+				if ln.dashed {
+					label = fmt.Sprintf("hurt above %s× that", num(c.Hurt))
+				}
+				p.Legend.Add(label, l)
+			}
+		}
+	}
+	// Over each column, how many quiet tenants were hurt, and how many the
+	// combinatorics expects.
+	var xys plotter.XYs
+	var labels []string
+	for x, run := range r.Runs {
+		exp, _ := run.ExpectedHurt.Float64()
+		xys = append(xys, plotter.XY{X: float64(x), Y: hi * 2.2})
+		labels = append(labels, fmt.Sprintf("hurt: %d of %d\n(expected %s)", run.QuietHurt, quiet, expected(exp*float64(quiet))))
+	}
+	text, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return nil, err
+	}
+	for i := range text.TextStyle {
+		text.TextStyle[i].Font.Size = vg.Points(11.5)
+		text.TextStyle[i].XAlign = draw.XCenter
+	}
+	p.Add(text)
+	p.Y.Min, p.Y.Max = lo/1.5, hi*80 // room for the counts and the legend
+	styleLegend(p)
+	return p, nil
+}
+
+func (r *Result) timePlot() (*plot.Plot, error) {
+	c := r.Config
+	p := plot.New()
+	p.Title.Text = "p99 of the median quiet tenant, by time of sending\n(every message is served: the queues drain after the run)"
+	styleTitle(p)
+	p.X.Label.Text = "minute of the run in which the message was sent"
+	p.Y.Label.Text = "p99 latency (log scale)"
+	logAxis(&p.Y)
+	p.Add(plotter.NewGrid())
+	step := c.Duration.Minutes() / float64(c.Windows)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, run := range r.Runs {
+		var pts plotter.XYs
+		for w, v := range run.WindowP99 {
+			pts = append(pts, plotter.XY{X: (float64(w) + 0.5) * step, Y: v})
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		l, s, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, err
+		}
+		col := strategyColors[int(run.Strategy)%len(strategyColors)]
+		l.Color, l.Width = col, vg.Points(2)
+		s.Color, s.Radius = col, vg.Points(3)
+		// Later strategies draw thinner so that overlapping lines show.
+		l.Width = vg.Points(3.5 - 0.6*float64(i))
+		p.Add(l, s)
+		p.Legend.Add(run.Strategy.Title(), l, s)
+	}
+	if len(r.Runs) > 0 {
+		var pts plotter.XYs
+		for w, v := range r.Runs[0].BaselineWindowP99 {
+			pts = append(pts, plotter.XY{X: (float64(w) + 0.5) * step, Y: v})
+			lo = min(lo, v)
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, l.Width, l.Dashes = colorGrey, vg.Points(1.5), []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add("any strategy, without the noisy tenant", l)
+	}
+	p.X.Min, p.X.Max = 0, c.Duration.Minutes()
+	p.Y.Min, p.Y.Max = lo/1.5, hi*15
+	styleLegend(p)
+	return p, nil
+}
+
+func styleLegend(p *plot.Plot) {
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(8)
+	p.Legend.YOffs = -vg.Points(4)
+	p.Legend.Padding = vg.Points(2)
+	p.Legend.ThumbnailWidth = vg.Points(28)
+	p.Legend.TextStyle.Font.Size = vg.Points(11.5)
+}
+
+func styleTitle(p *plot.Plot) {
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.Title.TextStyle.Font.Weight = xfont.WeightBold
+	p.Title.Padding = vg.Points(8)
+	p.X.Label.TextStyle.Font.Size = vg.Points(11)
+	p.Y.Label.TextStyle.Font.Size = vg.Points(11)
+}
+
+// logAxis makes an axis of seconds logarithmic, with ticks at round
+// durations, labelled at each power of ten below a minute and at 1 and 10
+// minutes and hours above.
+func logAxis(a *plot.Axis) {
+	a.Scale = plot.LogScale{}
+	a.Tick.Label.Font.Size = vg.Points(11)
+	a.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
+		var ticks []plot.Tick
+		for _, v := range tickValues {
+			if v < min || v > max {
+				continue
+			}
+			label := ""
+			if slices.Contains(tickLabelled, v) {
+				label = tickLabel(v)
+			}
+			ticks = append(ticks, plot.Tick{Value: v, Label: label})
+		}
+		return ticks
+	})
+}
+
+var (
+	tickValues   = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 18000, 36000, 72000}
+	tickLabelled = []float64{0.001, 0.01, 0.1, 1, 10, 60, 600, 3600, 36000}
+)
+
+func tickLabel(s float64) string {
+	switch {
+	case s < 1:
+		return fmt.Sprintf("%g ms", math.Round(s*1000))
+	case s < 60:
+		return fmt.Sprintf("%g s", s)
+	case s < 3600:
+		return fmt.Sprintf("%g min", s/60)
+	}
+	return fmt.Sprintf("%g h", s/3600)
+}
