@@ -501,11 +501,7 @@ func (m *Memory) ChangeVisibility(ctx context.Context, queue string, changes []V
 			q.unschedule(msg)
 			q.makeVisible(msg)
 		default:
-			msg.due = now.Add(c.Timeout)
-			q.pending.fix(msg.index)
-			if msg.index == 0 {
-				q.notify()
-			}
+			q.reschedule(msg, now.Add(c.Timeout))
 		}
 	}
 	return errs, nil

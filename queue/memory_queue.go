@@ -20,6 +20,7 @@ type memQueue struct {
 	byKey   map[uint64]*message
 
 	nVisible, nInFlight, nDelayed int
+	scheduled                     uint64 // counts schedule calls; orders equal due times
 
 	// wake is closed, and cleared, when a message becomes visible or the
 	// earliest due time moves closer, so that long polls re-check at once.
@@ -67,6 +68,7 @@ type message struct {
 
 	state msgState
 	due   time.Time // when a pending message becomes visible
+	order uint64    // when it was scheduled, among messages due at the same time
 	index int       // position in the pending heap
 }
 
@@ -103,7 +105,8 @@ func (q *memQueue) makeVisible(msg *message) {
 // mu held.
 func (q *memQueue) schedule(msg *message, st msgState, due time.Time) {
 	msg.state = st
-	msg.due = due
+	q.scheduled++
+	msg.due, msg.order = due, q.scheduled
 	if st == stateDelayed {
 		q.nDelayed++
 	} else {
@@ -112,6 +115,16 @@ func (q *memQueue) schedule(msg *message, st msgState, due time.Time) {
 	q.pending.push(msg)
 	if msg.index == 0 {
 		q.notify() // the earliest due time moved closer
+	}
+}
+
+// reschedule sets a new due time for a pending msg. Call with mu held.
+func (q *memQueue) reschedule(msg *message, due time.Time) {
+	q.scheduled++
+	msg.due, msg.order = due, q.scheduled
+	q.pending.fix(msg.index)
+	if msg.index == 0 {
+		q.notify()
 	}
 }
 
@@ -198,8 +211,8 @@ func (f *fifo) pop() *message {
 
 func (f *fifo) len() int { return len(f.buf) - f.head }
 
-// dueHeap is an indexed binary min-heap of messages by due time, then by key
-// (send order), so that removal and re-keying are O(log n) without leaving
+// dueHeap is an indexed binary min-heap of messages by due time, then by the
+// order they were scheduled in, so that removal and re-keying are O(log n) without leaving
 // stale entries behind.
 type dueHeap []*message
 
@@ -209,7 +222,7 @@ func (h dueHeap) less(i, j int) bool {
 	if c := h[i].due.Compare(h[j].due); c != 0 {
 		return c < 0
 	}
-	return h[i].key < h[j].key
+	return h[i].order < h[j].order
 }
 
 func (h dueHeap) swap(i, j int) {
