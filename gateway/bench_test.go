@@ -21,6 +21,7 @@ func BenchmarkEnqueue(b *testing.B) {
 		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
 			f := setup(b, func(c *gateway.Config) {
 				c.Now = time.Now
+				c.BatchWindow = gateway.BatchWindowDefault
 				c.Limiter = throttle.NewLocalLimiter(throttle.LocalConfig{})
 			})
 			body := `{"body":"{\"order\":42,\"note\":\"a short job\"}","attributes":{"kind":"email"}}`

@@ -187,19 +187,59 @@ func (s *Server) prepare(t tenant.Tenant, msg message, reqID, traceparent string
 	}, nil
 }
 
-// admit takes a token from the tenant's ingest bucket, its limit scaled
-// down by the tenant's backlog between soft_backlog and max_backlog.
+// admit admits up to n messages of a tenant: it takes tokens from the
+// tenant's ingest bucket, whose rate and size shrink linearly toward zero
+// as the tenant's backlog goes from soft_backlog to max_backlog; at
+// max_backlog nothing is admitted (backlog_full). It returns the decision
+// (Allowed may be less than n) and, when nothing is admitted, the error
+// to answer with.
 func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.Decision, error) {
 	lim := throttle.Limit{Rate: t.Limits.IngestRate, Burst: t.Limits.IngestBurst}
+	if s.cfg.Backlog != nil && t.Limits.MaxBacklog > 0 {
+		b, err := s.cfg.Backlog.Get(ctx, t.ID)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return throttle.Decision{}, ctx.Err()
+		case err != nil:
+			if err := s.backlog.failed(ctx, err); err != nil {
+				return throttle.Decision{}, err
+			}
+		default:
+			s.backlog.ok(ctx)
+			maxB, soft := int64(t.Limits.MaxBacklog), int64(t.Limits.SoftBacklog)
+			if b >= maxB {
+				wait := backlogWait(b-maxB+1, t.Limits.ProcessRate)
+				return throttle.Decision{Limit: lim, ResetAfter: wait}, &Error{Code: CodeBacklogFull, RetryAfter: wait,
+					Detail: "tenant " + t.ID + " has " + strconv.FormatInt(b, 10) + " messages waiting, at or above its max_backlog of " + strconv.FormatInt(maxB, 10)}
+			}
+			n = int(min(int64(n), maxB-b))
+			if b > soft {
+				lim = lim.Scale(float64(maxB-b) / float64(maxB-soft))
+			}
+		}
+	}
 	d, err := s.cfg.Limiter.Allow(ctx, ingestKey(t.ID), lim, n)
 	if err != nil {
-		return throttle.Decision{Limit: lim}, err
+		if ctx.Err() != nil {
+			return throttle.Decision{}, ctx.Err()
+		}
+		return throttle.Decision{Limit: lim}, &Error{Code: CodeUnavailable, Detail: "admission is unavailable; retry", RetryAfter: time.Second, Err: err}
 	}
 	if d.Allowed == 0 {
 		return d, &Error{Code: CodeRateLimited, RetryAfter: d.RetryAfter,
-			Detail: "tenant " + t.ID + " is over its ingest rate of " + strconv.FormatFloat(lim.Rate, 'g', -1, 64) + " messages/s (burst " + strconv.Itoa(lim.Burst) + ")"}
+			Detail: "tenant " + t.ID + " is over its ingest rate of " + strconv.FormatFloat(lim.Rate, 'g', 4, 64) + " messages/s (burst " + strconv.Itoa(lim.Burst) + ")"}
 	}
 	return d, nil
+}
+
+// backlogWait estimates how long until a backlog falls by excess at the
+// tenant's processing rate: the Retry-After of backlog_full, a hint, since
+// it depends on the workers.
+func backlogWait(excess int64, rate float64) time.Duration {
+	if rate <= 0 {
+		return time.Minute
+	}
+	return min(max(time.Duration(float64(excess)/rate*float64(time.Second)), time.Second), time.Hour)
 }
 
 // setRateLimitHeaders writes the RateLimit fields of an admission answer.

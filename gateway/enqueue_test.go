@@ -14,6 +14,7 @@ import (
 
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/queue"
 )
 
 func TestEnqueue(t *testing.T) {
@@ -443,5 +444,45 @@ func TestSizeLimitIsConfigurable(t *testing.T) {
 	w := f.do(t, request{key: acmeKey, body: body})
 	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(decode[problem](t, w).Detail, strconv.Itoa(1<<20)) {
 		t.Fatalf("1 MiB body under a 1 MiB limit: %d %.200s", w.Code, w.Body)
+	}
+}
+
+// TestNoImpersonation: the tenant of a message is the tenant of the key,
+// whatever else the request says.
+func TestNoImpersonation(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	for _, r := range []request{
+		{key: acmeKey, body: `{"body":"x"}`, header: map[string]string{"X-Fairq-Tenant": "globex", "fairq-tenant": "globex", "X-Tenant": "globex"}},
+		{key: acmeKey, path: "/v1/messages?tenant=globex", body: `{"body":"x"}`},
+		{key: acmeKey, body: `{"body":"{\"tenant\":\"globex\",\"fairq-tenant\":\"globex\"}"}`},
+	} {
+		if w := f.do(t, r); w.Code != http.StatusAccepted || decode[accepted](t, w).Tenant != "acme" {
+			t.Errorf("%+v: %d %s", r, w.Code, w.Body)
+		}
+	}
+	for _, body := range []string{
+		`{"body":"x","tenant":"globex"}`,
+		`{"body":"x","attributes":{"fairq-tenant":"globex"}}`,
+		`{"body":"x","attributes":{"FAIRQ-TENANT":"globex"}}`,
+		`{"body":"x","attributes":{"fairq-meta":"{}"}}`,
+	} {
+		if w := f.do(t, request{key: acmeKey, body: body}); w.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", body, w.Code)
+		}
+	}
+	if w := f.do(t, request{key: acmeKey + ", Bearer " + globexKey, body: `{"body":"x"}`}); w.Code != http.StatusUnauthorized {
+		t.Errorf("two keys in one header: %d, want 401", w.Code)
+	}
+	for _, q := range f.names.Live {
+		msgs, err := f.mem.Receive(context.Background(), q, queue.ReceiveOptions{Max: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.Attributes[envelope.AttrTenant] != "acme" {
+				t.Errorf("a message of tenant %q from acme's key", m.Attributes[envelope.AttrTenant])
+			}
+		}
 	}
 }

@@ -69,8 +69,19 @@ type Config struct {
 	// ingest_burst; nil uses a throttle.LocalLimiter.
 	Limiter Limiter
 	// Backlog, when set, counts accepted messages and slows then stops a
-	// tenant whose backlog passes soft_backlog, then max_backlog.
+	// tenant whose backlog passes soft_backlog, then max_backlog. If it
+	// also has Reconcile(ctx, total int64) error (backlog.Counter does),
+	// the gateway calls it every ReconcileEvery with the number of messages
+	// on the queues.
 	Backlog Backlog
+	// FailClosed answers 503 while Redis, behind Backlog or the
+	// idempotency keys, is unreachable; by default (redis.fail_open: true)
+	// the gateway goes on without backpressure and with in-process
+	// idempotency keys, and says so in the log and the metrics.
+	FailClosed bool
+	// ReconcileEvery is how often backlogs are reconciled with the queues'
+	// depths; zero uses ReconcileEveryDefault, negative never.
+	ReconcileEvery time.Duration
 
 	// MaxMessageSize is the largest message accepted, counted as SQS
 	// counts it; zero uses queue.MaxMessageSizeDefault, at most
@@ -113,6 +124,7 @@ const (
 	SendTimeoutDefault     = 5 * time.Second
 	ReadyCacheDefault      = time.Second
 	MaxTenantLabelsDefault = 100
+	ReconcileEveryDefault  = time.Minute
 )
 
 func (c Config) withDefaults() Config {
@@ -123,6 +135,7 @@ func (c Config) withDefaults() Config {
 	c.SendTimeout = cmp.Or(c.SendTimeout, SendTimeoutDefault)
 	c.ReadyCache = cmp.Or(c.ReadyCache, ReadyCacheDefault)
 	c.MaxTenantLabels = cmp.Or(c.MaxTenantLabels, MaxTenantLabelsDefault)
+	c.ReconcileEvery = cmp.Or(c.ReconcileEvery, ReconcileEveryDefault)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.Now == nil {
 		c.Now = time.Now
@@ -174,10 +187,13 @@ type Server struct {
 	// the queue is picked.
 	longest string
 	ready   readiness
+	backlog *dependency
 
 	mu      sync.Mutex
 	started bool
 	stopped bool
+	cancel  context.CancelFunc // of the reconcile loop
+	done    chan struct{}      // closed when it returns
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -208,6 +224,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.backlog = s.newDependency("backlog")
 	s.router = s.routes()
 	return s, nil
 }
@@ -232,7 +249,8 @@ func (s *Server) routes() chi.Router {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-// Start starts the send batcher. The server answers 503 before Start.
+// Start starts the send batcher and the reconciliation of backlogs. The
+// server answers 503 before Start.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -240,7 +258,15 @@ func (s *Server) Start(ctx context.Context) error {
 		return errors.New("gateway: started twice")
 	}
 	s.started = true
-	return s.batcher.Start(ctx)
+	if err := s.batcher.Start(ctx); err != nil {
+		return err
+	}
+	if rec, ok := s.cfg.Backlog.(reconciler); ok && s.cfg.ReconcileEvery > 0 {
+		loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.cancel, s.done = cancel, make(chan struct{})
+		go s.reconcileLoop(loopCtx, rec)
+	}
+	return nil
 }
 
 // Stop flushes the messages waiting for a batch and waits for their sends;
@@ -250,6 +276,17 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopped = true
+	cancel, done := s.cancel, s.done
+	s.cancel = nil
 	s.mu.Unlock()
-	return s.batcher.Stop(ctx)
+	err := s.batcher.Stop(ctx)
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		}
+	}
+	return err
 }

@@ -104,6 +104,9 @@ func setup(t testing.TB, change ...func(*gateway.Config)) *fixture {
 		Registerer: f.reg,
 		Gatherer:   f.reg,
 		Now:        f.clock.Now,
+		// Sequential test requests need not wait for company; the
+		// batcher's own tests cover coalescing.
+		BatchWindow: time.Microsecond,
 	}
 	for _, c := range change {
 		c(&cfg)
@@ -215,4 +218,30 @@ type accepted struct {
 	Tenant     string `json:"tenant"`
 	Queue      string `json:"queue"`
 	EnqueuedAt string `json:"enqueued_at"`
+}
+
+func decodeResponse[T any](t testing.TB, r *http.Response) T {
+	t.Helper()
+	var v T
+	if r == nil {
+		t.Fatal("no response")
+	}
+	body, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("answer %d is not the JSON expected: %v\n%s", r.StatusCode, err, body)
+	}
+	return v
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// grep returns the lines of s that contain sub.
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -1,0 +1,184 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairq/fairq/backlog"
+	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/tenant"
+)
+
+// fixedBacklog is a Backlog whose counts the test sets; it records Adds.
+type fixedBacklog struct {
+	mu    sync.Mutex
+	n     map[string]int64
+	added map[string]int64
+	err   error
+}
+
+func (b *fixedBacklog) set(tenant string, n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n == nil {
+		b.n = map[string]int64{}
+	}
+	b.n[tenant] = n
+}
+
+func (b *fixedBacklog) fail(err error) {
+	b.mu.Lock()
+	b.err = err
+	b.mu.Unlock()
+}
+
+func (b *fixedBacklog) Add(_ context.Context, tenant string, n int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.added == nil {
+		b.added = map[string]int64{}
+	}
+	b.added[tenant] += n
+	return b.err
+}
+
+func (b *fixedBacklog) Get(_ context.Context, tenant string) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n[tenant], b.err
+}
+
+// bpTenant admits 100/s with a bucket of 100, shrinking from a backlog of
+// 1000 to none at 2000.
+var bpTenant = config.Tenant{ID: "bp", APIKeys: []string{tenant.HashKey("bp-key")},
+	Limits: config.Limits{IngestRate: ptr(100.0), IngestBurst: ptr(100), ProcessRate: ptr(50.0), SoftBacklog: ptr(1000), MaxBacklog: ptr(2000)}}
+
+func withTenants(extra ...config.Tenant) func(*gateway.Config) {
+	return func(c *gateway.Config) {
+		reg, err := tenant.New(tenant.Config{Tenants: append(testTenants(), extra...)})
+		if err != nil {
+			panic(err)
+		}
+		c.Tenants = reg
+	}
+}
+
+// burst sends requests at one instant until one is refused and returns the
+// number admitted and the refusal.
+func burst(t *testing.T, f *fixture, key string, most int) (int, *http.Response) {
+	t.Helper()
+	for i := range most {
+		w := f.do(t, request{key: key, body: `{"body":"x"}`})
+		if w.Code != http.StatusAccepted {
+			return i, w.Result()
+		}
+	}
+	return most, nil
+}
+
+// TestBackpressure: between soft_backlog and max_backlog the admitted rate
+// and bucket shrink linearly toward zero; at max_backlog the answer is
+// backlog_full.
+func TestBackpressure(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		backlog   int64
+		wantBurst int // admitted at once from a full bucket
+		wantRate  int // admitted over the next 5 s, a second at a time
+	}{
+		{0, 100, 500},
+		{1000, 100, 500}, // at soft: full rate
+		{1500, 50, 250},  // halfway: half
+		{1900, 10, 50},   // 90 %: a tenth
+		{1990, 1, 5},     // 99 %: rate 1/s, bucket of 1
+		{2000, 0, 0},     // at max: nothing
+		{5000, 0, 0},     // above: nothing
+	}
+	for _, tt := range tests {
+		t.Run(strconv.FormatInt(tt.backlog, 10), func(t *testing.T) {
+			t.Parallel()
+			bl := &fixedBacklog{}
+			bl.set("bp", tt.backlog)
+			f := setup(t, withTenants(bpTenant), func(c *gateway.Config) { c.Backlog = bl })
+			got, refusal := burst(t, f, "bp-key", 1000)
+			if got != tt.wantBurst {
+				t.Errorf("admitted %d at once, want %d", got, tt.wantBurst)
+			}
+			rate := 0
+			for range 5 {
+				f.clock.Advance(time.Second)
+				n, _ := burst(t, f, "bp-key", 1000)
+				rate += n
+			}
+			if rate != tt.wantRate {
+				t.Errorf("admitted %d over 5 s, want %d", rate, tt.wantRate)
+			}
+			if tt.backlog >= 2000 {
+				p := decodeResponse[problem](t, refusal)
+				// (backlog - max + 1) / process_rate, at least a second.
+				wantRetry := strconv.FormatInt(max(1, (tt.backlog-2000+1+49)/50), 10)
+				if refusal.StatusCode != 429 || p.Code != "backlog_full" || refusal.Header.Get("Retry-After") != wantRetry {
+					t.Errorf("refusal %d %s Retry-After %q, want 429 backlog_full %s", refusal.StatusCode, p.Code, refusal.Header.Get("Retry-After"), wantRetry)
+				}
+			} else if p := decodeResponse[problem](t, refusal); p.Code != "rate_limited" {
+				t.Errorf("refusal %s, want rate_limited", p.Code)
+			}
+			if n := f.depth(t); n != tt.wantBurst+tt.wantRate {
+				t.Errorf("%d messages on the queues, want %d", n, tt.wantBurst+tt.wantRate)
+			}
+		})
+	}
+}
+
+// TestBacklogCounted: accepted messages are added to their tenant's
+// backlog, refused ones are not.
+func TestBacklogCounted(t *testing.T) {
+	t.Parallel()
+	counter, err := backlog.New(backlog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := setup(t, func(c *gateway.Config) { c.Backlog = counter })
+	for range 3 {
+		f.do(t, request{key: acmeKey, body: `{"body":"x"}`})
+	}
+	f.do(t, request{key: acmeKey, body: `{"bdy":"x"}`})
+	f.flaky.FailSends(-1, errors.New("InternalError"))
+	f.do(t, request{key: acmeKey, body: `{"body":"x"}`})
+	if n, _ := counter.Get(context.Background(), "acme"); n != 3 {
+		t.Errorf("backlog of acme %d, want 3", n)
+	}
+}
+
+// TestBacklogUnreachable: without its backlog counts the gateway goes on
+// without backpressure (fail open) or answers 503 (fail closed).
+func TestBacklogUnreachable(t *testing.T) {
+	t.Parallel()
+	for _, closed := range []bool{false, true} {
+		t.Run("fail closed "+strconv.FormatBool(closed), func(t *testing.T) {
+			t.Parallel()
+			bl := &fixedBacklog{}
+			bl.set("bp", 5000) // would be full
+			bl.fail(errors.New("dial tcp: connection refused"))
+			f := setup(t, withTenants(bpTenant), func(c *gateway.Config) { c.Backlog = bl; c.FailClosed = closed })
+			w := f.do(t, request{key: "bp-key", body: `{"body":"x"}`})
+			want := http.StatusAccepted
+			if closed {
+				want = http.StatusServiceUnavailable
+			}
+			if w.Code != want {
+				t.Fatalf("status %d, want %d: %s", w.Code, want, w.Body)
+			}
+			m := f.do(t, request{method: "GET", path: "/metrics"}).Body.String()
+			if !contains(m, `fairq_redis_degraded{component="backlog"} 1`) {
+				t.Errorf("degraded gauge not set:\n%s", grep(m, "fairq_redis"))
+			}
+		})
+	}
+}
