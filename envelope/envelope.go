@@ -3,7 +3,9 @@ package envelope
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Attribute names fairq reserves; users have the other seven of SQS's ten.
@@ -36,17 +38,206 @@ type Meta struct {
 // Enqueued returns EnqueuedAt as a time.
 func (m Meta) Enqueued() time.Time { return time.UnixMilli(m.EnqueuedAt) }
 
-// Encode returns the attribute value.
+// Encode returns the attribute value: compact JSON, the fields of Meta
+// under their one-letter names, empty ones left out. It is what
+// encoding/json would write, built by hand because every message carries
+// one.
 func (m Meta) Encode() string {
-	b, _ := json.Marshal(m) // cannot fail: only strings and numbers
-	return string(b)
+	// Room for the fixed parts, two numbers and the strings unescaped.
+	b := make([]byte, 0, 64+len(m.RequestID)+len(m.IdempotencyKey)+len(m.Origin)+len(m.LastError))
+	b = append(b, `{"t":`...)
+	b = strconv.AppendInt(b, m.EnqueuedAt, 10)
+	if m.Attempts != 0 {
+		b = append(b, `,"a":`...)
+		b = strconv.AppendInt(b, int64(m.Attempts), 10)
+	}
+	b = appendField(b, "r", m.RequestID)
+	b = appendField(b, "k", m.IdempotencyKey)
+	b = appendField(b, "q", m.Origin)
+	b = appendField(b, "e", m.LastError)
+	return string(append(b, '}'))
 }
 
-// Decode parses a fairq-meta attribute value.
+func appendField(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendString(b, v)
+}
+
+// appendString appends s as a JSON string: quotes, backslashes and control
+// characters escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029
+// escaped, as encoding/json does (without its HTML escaping, which an
+// attribute does not need).
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029': // as encoding/json, for JavaScript
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// Decode parses a fairq-meta attribute value. The form Encode writes is
+// read by a small scanner; anything else (whitespace, escapes, fields of a
+// newer release) goes through encoding/json, with the same result.
 func Decode(s string) (Meta, error) {
+	if m, ok := decodeFast(s); ok {
+		return m, nil
+	}
 	var m Meta
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return Meta{}, fmt.Errorf("decode %s: %w", AttrMeta, err)
 	}
 	return m, nil
+}
+
+// decodeFast reads the exact form Encode writes: no whitespace, no escapes
+// in strings, known fields each at most once. It reports false for
+// anything else, and Decode falls back to encoding/json.
+func decodeFast(s string) (Meta, bool) {
+	var m Meta
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return m, false
+	}
+	s = s[1 : len(s)-1]
+	var seen [6]bool
+	for first := true; s != ""; first = false {
+		if !first {
+			if s[0] != ',' {
+				return m, false
+			}
+			s = s[1:]
+		}
+		// A key: "x":
+		if len(s) < 4 || s[0] != '"' || s[2] != '"' || s[3] != ':' {
+			return m, false
+		}
+		key := s[1]
+		s = s[4:]
+		idx := keyIndex(key)
+		if idx < 0 || seen[idx] {
+			return m, false
+		}
+		seen[idx] = true
+		switch key {
+		case 't', 'a':
+			end := 0
+			for end < len(s) && (s[end] == '-' || s[end] >= '0' && s[end] <= '9') {
+				end++
+			}
+			n, err := strconv.ParseInt(s[:end], 10, 64)
+			if err != nil || !canonicalInt(s[:end]) {
+				return m, false
+			}
+			if key == 't' {
+				m.EnqueuedAt = n
+			} else {
+				if int64(int(n)) != n {
+					return m, false
+				}
+				m.Attempts = int(n)
+			}
+			s = s[end:]
+		default:
+			v, rest, ok := plainString(s)
+			if !ok {
+				return m, false
+			}
+			switch key {
+			case 'r':
+				m.RequestID = v
+			case 'k':
+				m.IdempotencyKey = v
+			case 'q':
+				m.Origin = v
+			case 'e':
+				m.LastError = v
+			}
+			s = rest
+		}
+	}
+	return m, true
+}
+
+func keyIndex(k byte) int {
+	switch k {
+	case 't':
+		return 0
+	case 'a':
+		return 1
+	case 'r':
+		return 2
+	case 'k':
+		return 3
+	case 'q':
+		return 4
+	case 'e':
+		return 5
+	}
+	return -1
+}
+
+// canonicalInt reports whether s is an integer as JSON writes it (no
+// leading zeros, no "-0"), so that the fast path accepts nothing that
+// encoding/json would reject.
+func canonicalInt(s string) bool {
+	d := s
+	if d != "" && d[0] == '-' {
+		d = d[1:]
+	}
+	return d != "" && (d[0] != '0' || len(d) == 1) && s != "-0"
+}
+
+// plainString reads a JSON string with no escapes and valid UTF-8, and
+// returns it and what follows.
+func plainString(s string) (v, rest string, ok bool) {
+	if s == "" || s[0] != '"' {
+		return "", "", false
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			v = s[1:i]
+			return v, s[i+1:], utf8.ValidString(v)
+		case c == '\\' || c < 0x20:
+			return "", "", false
+		}
+	}
+	return "", "", false
 }

@@ -1,0 +1,176 @@
+package envelope
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEncodeMatchesEncodingJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		m    Meta
+	}{
+		{"zero", Meta{}},
+		{"time only", Meta{EnqueuedAt: 1795256386120}},
+		{"all fields", Meta{EnqueuedAt: 1, Attempts: 3, RequestID: "req-1", IdempotencyKey: "order-42", Origin: "fairq-live-03", LastError: "status 500"}},
+		{"negative", Meta{EnqueuedAt: -5, Attempts: -1}},
+		{"escapes", Meta{LastError: "\"quoted\" \\ back\nslash\t\x01", RequestID: "ünï©ødé 🚀"}},
+		{"invalid utf-8", Meta{LastError: "bad \xff byte"}},
+		{"control characters", Meta{LastError: "\b\f\r\x00\x1f\x7f \u2028\u2029"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := marshalNoHTML(tt.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.m.Encode(); got != want {
+				t.Errorf("Encode() = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    Meta
+		wantErr bool
+	}{
+		{name: "encoded", in: `{"t":17,"a":2,"r":"r1","k":"k1","q":"fairq-live-00","e":"boom"}`,
+			want: Meta{EnqueuedAt: 17, Attempts: 2, RequestID: "r1", IdempotencyKey: "k1", Origin: "fairq-live-00", LastError: "boom"}},
+		{name: "spaces and order", in: ` { "q" : "x", "t" : 5 } `, want: Meta{EnqueuedAt: 5, Origin: "x"}},
+		{name: "escapes", in: `{"t":1,"e":"a\"b\\c\u00e9"}`, want: Meta{EnqueuedAt: 1, LastError: "a\"b\\cé"}},
+		{name: "unknown field of a newer release", in: `{"t":1,"z":[1,2]}`, want: Meta{EnqueuedAt: 1}},
+		{name: "empty object", in: `{}`, want: Meta{}},
+		{name: "not json", in: `t=1`, wantErr: true},
+		{name: "wrong type", in: `{"t":"1"}`, wantErr: true},
+		{name: "leading zero", in: `{"t":01}`, wantErr: true},
+		{name: "truncated", in: `{"t":1`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Decode(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decode(%q) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+// marshalNoHTML is encoding/json's Marshal without HTML escaping, the
+// reference Encode must match.
+func marshalNoHTML(m Meta) (string, error) {
+	var b jsonBuffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return "", err
+	}
+	return string(b[:len(b)-1]), nil // Encode adds a newline
+}
+
+type jsonBuffer []byte
+
+func (b *jsonBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
+
+// FuzzDecode checks that the fast path agrees with encoding/json on every
+// input, and that Encode round-trips whatever Decode accepts.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"t":1795256386120,"a":1,"r":"696c6095fa5d-1","q":"fairq-live-04"}`,
+		`{"t":1,"e":"a\"b"}`, `{}`, `{"t":-0}`, `{"t":1,"t":2}`, `{"a":9999999999999999999}`,
+		`{"r":"\xff"}`, ` {"t":1}`, `{"k":""}`, `null`, `{"t":1e3}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := Decode(s)
+		var want Meta
+		wantErr := json.Unmarshal([]byte(s), &want)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("Decode(%q) error = %v, encoding/json error = %v", s, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("Decode(%q) differs from encoding/json (-json +got):\n%s", s, diff)
+		}
+		back, err := Decode(got.Encode())
+		if err != nil {
+			t.Fatalf("Decode(Encode(%+v)) error = %v", got, err)
+		}
+		// Encode replaces invalid UTF-8, as encoding/json does when it
+		// writes; compare what survives a write.
+		var norm Meta
+		ref, _ := marshalNoHTML(got)
+		_ = json.Unmarshal([]byte(ref), &norm)
+		if diff := cmp.Diff(norm, back); diff != "" {
+			t.Fatalf("round trip of %+v (-want +got):\n%s", got, diff)
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	s := Meta{EnqueuedAt: 1795256386120, Attempts: 1, RequestID: "696c6095fa5d-1", Origin: "fairq-live-04"}.Encode()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	m := Meta{EnqueuedAt: 1795256386120, Attempts: 1, RequestID: "696c6095fa5d-1", Origin: "fairq-live-04"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = m.Encode()
+	}
+}
+
+// FuzzEncode checks that Encode writes what encoding/json writes.
+func FuzzEncode(f *testing.F) {
+	f.Add(int64(1795256386120), 1, "req", "key", "fairq-live-00", "status 500\n")
+	f.Add(int64(-1), 0, "\xff\u2028", "", "", "\"\\")
+	f.Fuzz(func(t *testing.T, at int64, attempts int, r, k, q, e string) {
+		m := Meta{EnqueuedAt: at, Attempts: attempts, RequestID: r, IdempotencyKey: k, Origin: q, LastError: e}
+		want, err := marshalNoHTML(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Encode(); got != want {
+			t.Fatalf("Encode(%+v) = %s, want %s", m, got, want)
+		}
+	})
+}
+
+// BenchmarkDecodeEncodingJSON is the reference Decode is measured against.
+func BenchmarkDecodeEncodingJSON(b *testing.B) {
+	s := []byte(Meta{EnqueuedAt: 1795256386120, Attempts: 1, RequestID: "696c6095fa5d-1", Origin: "fairq-live-04"}.Encode())
+	b.ReportAllocs()
+	for b.Loop() {
+		var m Meta
+		if err := json.Unmarshal(s, &m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeEncodingJSON is the reference Encode is measured against.
+func BenchmarkEncodeEncodingJSON(b *testing.B) {
+	m := Meta{EnqueuedAt: 1795256386120, Attempts: 1, RequestID: "696c6095fa5d-1", Origin: "fairq-live-04"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
