@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Gateway load benchmark: `fairq dev` (gateway + worker on the memory
+# backend) against a bare net/http handler answering 202, on this machine in
+# the same run, then fairq's p99 at half its measured throughput.
+#
+#   loadtest/gateway-bench.sh            # DURATION=15s CONNS=64 by default
+#
+# Needs wrk (apt-get install wrk) and k6 (make loadtest-deps).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-15s}
+CONNS=${CONNS:-64}
+OUT=${OUT:-loadtest/out/gateway}
+K6=${K6:-$(command -v k6 || echo "$(go env GOPATH)/bin/k6")}
+mkdir -p "$OUT"
+go build -o "$OUT/fairq" ./cmd/fairq
+go build -o "$OUT/baseline" ./loadtest/baseline
+
+# Ten tenants with fresh keys, limits high enough that admission never
+# refuses: this measures the cost of the path, not the limits.
+keys=()
+{
+  echo "listen: 127.0.0.1:18080"
+  echo "log: {level: warn}"
+  echo "defaults: {ingest_rate: 1000000, ingest_burst: 1000000, soft_backlog: 100000000, max_backlog: 1000000000}"
+  echo "tenants:"
+  for i in $(seq -w 1 10); do
+    k="fq_bench_${i}_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    keys+=("$k")
+    echo "  - {id: t$i, api_keys: [\"$(printf %s "$k" | "$OUT/fairq" keys hash)\"]}"
+  done
+} > "$OUT/fairq.yaml"
+KEYS=$(IFS=,; echo "${keys[*]}")
+echo "$KEYS" > "$OUT/keys.txt"
+export KEYS
+
+"$OUT/fairq" dev --config "$OUT/fairq.yaml" 2> "$OUT/dev.log" &
+fairq_pid=$!
+"$OUT/baseline" -listen 127.0.0.1:18090 &
+base_pid=$!
+trap 'kill $fairq_pid $base_pid 2>/dev/null; wait 2>/dev/null' EXIT
+for port in 18080 18090; do
+  for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+done
+
+rps() { awk '/Requests\/sec/ {print $2}'; }
+run_wrk() { wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s loadtest/wrk/enqueue.lua "$1" | tee -a "$OUT/wrk.txt"; }
+: > "$OUT/wrk.txt"
+declare -a base_r fairq_r
+for round in 1 2; do
+  echo "== round $round: baseline" | tee -a "$OUT/wrk.txt"
+  base_r+=("$(run_wrk http://127.0.0.1:18090 | rps)")
+  echo "== round $round: fairq dev" | tee -a "$OUT/wrk.txt"
+  fairq_r+=("$(run_wrk http://127.0.0.1:18080 | rps)")
+done
+non202=$(grep -c "Non-2xx" "$OUT/wrk.txt" || true)
+base_avg=$(printf '%s\n' "${base_r[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
+fairq_avg=$(printf '%s\n' "${fairq_r[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
+ratio=$(awk -v f="$fairq_avg" -v b="$base_avg" 'BEGIN {printf "%.2f", f/b}')
+half=$(( fairq_avg / 2 ))
+echo "baseline: ${base_r[*]} req/s (mean $base_avg); fairq dev: ${fairq_r[*]} req/s (mean $fairq_avg); ratio $ratio; wrk runs with non-2xx answers: $non202"
+
+echo "== fairq dev at half its throughput: $half req/s for 20s (k6)"
+BASE_URL=http://127.0.0.1:18080 RATE=$half DURATION=20s VUS=100 MAX_VUS=400 \
+  "$K6" run --quiet -e BASE_URL=http://127.0.0.1:18080 -e KEYS="$KEYS" -e RATE="$half" -e DURATION=20s \
+  -e VUS=100 -e MAX_VUS=400 -e P99_MS=10 --summary-export "$OUT/k6-half.json" loadtest/k6/enqueue.js | tee "$OUT/k6-half.txt" || true
