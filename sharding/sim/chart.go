@@ -237,8 +237,8 @@ func styleTitle(p *plot.Plot) {
 }
 
 // logAxis makes an axis of seconds logarithmic, with ticks at round
-// durations, labelled at each power of ten below a minute and at 1 and 10
-// minutes and hours above.
+// durations; on a wide axis only those at each power of ten below a minute
+// and at 1 and 10 minutes and hours above carry a label.
 func logAxis(a *plot.Axis) {
 	a.Scale = plot.LogScale{}
 	a.Tick.Label.Font.Size = vg.Points(11)
@@ -249,7 +249,7 @@ func logAxis(a *plot.Axis) {
 				continue
 			}
 			label := ""
-			if slices.Contains(tickLabelled, v) {
+			if max/min < 100 || slices.Contains(tickLabelled, v) {
 				label = tickLabel(v)
 			}
 			ticks = append(ticks, plot.Tick{Value: v, Label: label})

@@ -127,6 +127,12 @@ func (e *engine) run(ctx context.Context) error {
 			}
 		}
 	}
+	// The queues are empty; let go of their grown buffers before the
+	// other runs need the memory.
+	for q := range e.queues {
+		e.queues[q] = fifo{}
+	}
+	e.h = nil
 	return nil
 }
 
@@ -136,7 +142,7 @@ func (e *engine) arrival(now float64, tenant int32) {
 	if e.cfg.ServiceDist == ServiceFixed {
 		svc = e.cfg.Service.Seconds()
 	}
-	m := message{enq: now, svc: svc, tenant: tenant}
+	m := message{enq: now, svc: float32(svc), tenant: tenant}
 	q := e.choose(tenant)
 	e.sent[q]++
 	e.messages[tenant]++
@@ -180,7 +186,7 @@ func (e *engine) start(now float64, w int32, m message, q int) {
 	e.slot[w] = m
 	e.slotQ[w] = q
 	e.busy[q]++
-	e.h.push(event{t: now + m.svc, kind: evDone, id: w})
+	e.h.push(event{t: now + float64(m.svc), kind: evDone, id: w})
 }
 
 func (e *engine) record(m message, now float64) {

@@ -71,7 +71,7 @@ func (h *eventHeap) pop() event {
 // message is a message in a queue or in service.
 type message struct {
 	enq    float64 // send time
-	svc    float64 // service time it will take
+	svc    float32 // service time it will take, seconds
 	tenant int32
 }
 
