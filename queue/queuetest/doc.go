@@ -10,6 +10,7 @@
 // cancellation. Timings are short (visibility 1–3 s) and checked with
 // generous bounds, so a slow machine does not fail it.
 //
-// Checks the SQS emulator used in tests cannot pass are run only with
-// Options.Strict (see RunWith).
+// Run is what every backend must pass, the SQS emulator of the tests
+// included; RunWith with Options.Strict adds the checks where Memory is
+// stricter than the emulator.
 package queuetest
