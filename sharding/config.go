@@ -20,7 +20,7 @@ const (
 	IntervalDefault        = time.Second
 	StaleAfterFactor       = 5 // StaleAfter defaults to this many intervals
 	PollConcurrencyDefault = 8
-	KeyPrefixDefault       = "fairq"
+	KeyPrefixDefault       = "fairq:"
 )
 
 // ErrInvalidConfig is returned by NewTracker for a Config it cannot run.
@@ -57,7 +57,8 @@ type Config struct {
 	PollConcurrency int
 	// Redis, when set, shares readings across the fleet.
 	Redis *redis.Client
-	// KeyPrefix starts every Redis key.
+	// KeyPrefix goes in front of every Redis key, separator included
+	// ("fairq:").
 	KeyPrefix string
 	Logger    *slog.Logger
 	// Registerer receives the metrics; nil registers none.

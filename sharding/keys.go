@@ -18,7 +18,7 @@ type keys struct {
 
 func newKeys(prefix string, queues []string) keys {
 	pool := strconv.FormatUint(xxhash.Sum64String(strings.Join(queues, "\n")), 16)
-	base := prefix + ":shard:" + pool + ":"
+	base := prefix + "shard:" + pool + ":"
 	return keys{
 		depths: base + "depths",
 		lock:   base + "depths-lock",

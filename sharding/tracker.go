@@ -252,7 +252,11 @@ func (t *Tracker) refreshLocal(ctx context.Context, at int64) error {
 // expired when the next tick finds the reading old.
 func (t *Tracker) refreshShared(ctx context.Context, at int64) error {
 	rdb := t.cfg.Redis
-	cached, found, err := t.load(ctx)
+	// Redis gets a quarter of the refresh's time, so that a hung Redis
+	// leaves time to read the queues directly.
+	rctx, cancel := context.WithTimeout(ctx, t.cfg.PollTimeout/4)
+	defer cancel()
+	cached, found, err := t.load(rctx)
 	if err != nil {
 		t.sharedFailed(err)
 		return t.refreshLocal(ctx, at)
@@ -262,7 +266,7 @@ func (t *Tracker) refreshShared(ctx context.Context, at int64) error {
 		t.adopt(cached, sourceRedis)
 		return nil
 	}
-	won, err := rdb.SetNX(ctx, t.keys.lock, t.token, t.cfg.Interval/2).Result()
+	won, err := rdb.SetNX(rctx, t.keys.lock, t.token, t.cfg.Interval/2).Result()
 	if err != nil {
 		t.sharedFailed(err)
 		return t.refreshLocal(ctx, at)
@@ -281,7 +285,9 @@ func (t *Tracker) refreshShared(ctx context.Context, at int64) error {
 		return err
 	}
 	t.adopt(r, sourcePoll)
-	if err := rdb.Set(ctx, t.keys.depths, r.encode(), t.cfg.StaleAfter).Err(); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, t.cfg.PollTimeout/4)
+	defer cancel()
+	if err := rdb.Set(wctx, t.keys.depths, r.encode(), t.cfg.StaleAfter).Err(); err != nil {
 		t.sharedFailed(err)
 	}
 	return nil
