@@ -20,6 +20,9 @@ import (
 const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 	HeaderTraceparent    = "traceparent"
+	// HeaderIdempotentReplayed marks the answer of a repeated
+	// Idempotency-Key: the first request's message, nothing sent.
+	HeaderIdempotentReplayed = "Idempotent-Replayed"
 )
 
 // bodySlack is added to the raw request body cap for the JSON around a
@@ -74,14 +77,42 @@ func (s *Server) enqueueRequest(w http.ResponseWriter, r *http.Request, t tenant
 	if err != nil {
 		return accepted{}, 0, err
 	}
-	d, err := s.admit(r.Context(), t, 1)
+	ctx := r.Context()
+	var h *held
+	if msg.idempotencyKey != "" {
+		first, claim, err := s.idemBegin(ctx, t.ID, msg.idempotencyKey)
+		switch {
+		case err != nil:
+			return accepted{}, 0, err
+		case first != nil:
+			var res accepted
+			if err := json.Unmarshal(first, &res); err != nil {
+				return accepted{}, 0, &Error{Code: CodeInternal, Detail: "internal error", Err: err}
+			}
+			w.Header().Set(HeaderIdempotentReplayed, "true")
+			s.m.replayed.WithLabelValues(s.m.labels.of(t.ID)).Inc()
+			return res, http.StatusOK, nil
+		}
+		h = claim
+		defer func() {
+			if h != nil {
+				s.idemEnd(ctx, h, nil) // not sent: a retry may try again
+			}
+		}()
+	}
+	d, err := s.admit(ctx, t, 1)
 	setRateLimitHeaders(w.Header(), d)
 	if err != nil {
 		return accepted{}, 0, err
 	}
-	res, err := s.send(r.Context(), t, item)
+	res, err := s.send(ctx, t, item)
 	if err != nil {
 		return accepted{}, 0, err
+	}
+	if h != nil {
+		answer, _ := json.Marshal(res) // cannot fail: strings
+		s.idemEnd(ctx, h, answer)
+		h = nil
 	}
 	return res, http.StatusAccepted, nil
 }
@@ -196,8 +227,16 @@ func (s *Server) prepare(t tenant.Tenant, msg message, reqID, traceparent string
 func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.Decision, error) {
 	lim := throttle.Limit{Rate: t.Limits.IngestRate, Burst: t.Limits.IngestBurst}
 	if s.cfg.Backlog != nil && t.Limits.MaxBacklog > 0 {
-		b, err := s.cfg.Backlog.Get(ctx, t.ID)
+		var b int64
+		err := errResting
+		if !s.backlog.resting() {
+			b, err = s.cfg.Backlog.Get(ctx, t.ID)
+		}
 		switch {
+		case err == errResting:
+			if err := s.backlog.without(err); err != nil {
+				return throttle.Decision{}, err
+			}
 		case err != nil && ctx.Err() != nil:
 			return throttle.Decision{}, ctx.Err()
 		case err != nil:
@@ -277,9 +316,13 @@ func (s *Server) send(ctx context.Context, t tenant.Tenant, item sendItem) (acce
 		s.cfg.Picker.Sent(q, -1)
 		return accepted{}, errors.Join(ErrStopped, err)
 	}
-	res, err := tk.Wait(ctx)
+	// Wait for SQS's answer even if the client leaves: the send is
+	// bounded by SendAttempts × SendTimeout, and its outcome must reach
+	// the picker and the idempotency key.
+	res, err := tk.Wait(context.WithoutCancel(ctx))
 	if err != nil {
-		return accepted{}, err // the client left; the message may still go
+		s.cfg.Picker.Sent(q, -1)
+		return accepted{}, err
 	}
 	if res.err != nil {
 		s.cfg.Picker.Sent(q, -1)

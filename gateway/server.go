@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
@@ -79,6 +80,18 @@ type Config struct {
 	// the gateway goes on without backpressure and with in-process
 	// idempotency keys, and says so in the log and the metrics.
 	FailClosed bool
+	// Redis, when set, holds the Idempotency-Keys of the fleet; nil keeps
+	// them in this process.
+	Redis redis.UniversalClient
+	// RedisPrefix goes in front of the gateway's Redis keys ("fairq:").
+	RedisPrefix string
+	// IdempotencyWindow is how long an Idempotency-Key is remembered; zero
+	// uses IdempotencyWindowDefault.
+	IdempotencyWindow time.Duration
+	// MaxLocalIdempotencyKeys bounds the keys remembered in process
+	// (without Redis, or while it is unreachable); past it the oldest are
+	// forgotten first. Zero uses MaxLocalIdempotencyKeysDefault.
+	MaxLocalIdempotencyKeys int
 	// ReconcileEvery is how often backlogs are reconciled with the queues'
 	// depths; zero uses ReconcileEveryDefault, negative never.
 	ReconcileEvery time.Duration
@@ -125,6 +138,9 @@ const (
 	ReadyCacheDefault      = time.Second
 	MaxTenantLabelsDefault = 100
 	ReconcileEveryDefault  = time.Minute
+
+	IdempotencyWindowDefault       = 24 * time.Hour
+	MaxLocalIdempotencyKeysDefault = 1_000_000
 )
 
 func (c Config) withDefaults() Config {
@@ -136,6 +152,8 @@ func (c Config) withDefaults() Config {
 	c.ReadyCache = cmp.Or(c.ReadyCache, ReadyCacheDefault)
 	c.MaxTenantLabels = cmp.Or(c.MaxTenantLabels, MaxTenantLabelsDefault)
 	c.ReconcileEvery = cmp.Or(c.ReconcileEvery, ReconcileEveryDefault)
+	c.IdempotencyWindow = cmp.Or(c.IdempotencyWindow, IdempotencyWindowDefault)
+	c.MaxLocalIdempotencyKeys = cmp.Or(c.MaxLocalIdempotencyKeys, MaxLocalIdempotencyKeysDefault)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.Now == nil {
 		c.Now = time.Now
@@ -167,6 +185,9 @@ func (c Config) validate() error {
 	if c.BatchBytes < 1 || c.BatchBytes > queue.MaxMessageSizeCap {
 		bad("BatchBytes %d, want 1–%d", c.BatchBytes, queue.MaxMessageSizeCap)
 	}
+	if c.IdempotencyWindow < time.Second || c.MaxLocalIdempotencyKeys < 1 {
+		bad("IdempotencyWindow %v must be at least 1s and MaxLocalIdempotencyKeys %d positive", c.IdempotencyWindow, c.MaxLocalIdempotencyKeys)
+	}
 	if c.SendAttempts < 1 || c.SendTimeout < 0 || c.BatchWindow < 0 {
 		bad("SendAttempts %d, SendTimeout %v and BatchWindow %v must be positive", c.SendAttempts, c.SendTimeout, c.BatchWindow)
 	}
@@ -188,6 +209,7 @@ type Server struct {
 	longest string
 	ready   readiness
 	backlog *dependency
+	idem    idempotency
 
 	mu      sync.Mutex
 	started bool
@@ -225,6 +247,18 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.backlog = s.newDependency("backlog")
+	s.idem = idempotency{
+		local:  newMemIdem(cfg.Now, cfg.MaxLocalIdempotencyKeys),
+		dep:    s.newDependency("idempotency"),
+		prefix: cfg.RedisPrefix,
+		window: cfg.IdempotencyWindow,
+		// Long enough for every attempt of a send; a crashed owner's
+		// claim lapses after it.
+		lease: time.Duration(cfg.SendAttempts)*(cfg.SendTimeout+sendBackoffCap) + 10*time.Second,
+	}
+	if cfg.Redis != nil {
+		s.idem.redis = &redisIdem{c: cfg.Redis}
+	}
 	s.router = s.routes()
 	return s, nil
 }
