@@ -9,22 +9,29 @@ import (
 )
 
 // Polling (DESIGN.md §6): every queue has a receive loop of its own, so no
-// live queue starves, and a queue whose receives come back full while slots
-// are free gets extra loops, up to Connections/10 for all queues together;
-// an extra loop ends after its first receive that is not full.
+// live queue starves, and a loop whose receives came back full growAfter
+// times in a row while slots are free gets an extra loop on its queue, up
+// to Connections/10 extra loops for all queues together; an extra loop ends
+// at its first empty receive or after shrinkAfter receives in a row that
+// were not full. Loops on one queue compete for its messages, and a long
+// poll that loses the race may come back empty early: adding loops only
+// for a queue that is clearly deep keeps those empty receives rare.
 //
 // A loop whose last receive came back empty is in watch mode: it reserves
 // one slot and long-polls for one message, so that an idle worker holds
 // few slots and makes one empty receive per queue per ReceiveWait. It
-// long-polls for the whole ReceiveWait only while enough slots are left
-// free for every other loop to reserve one as well; when slots are scarce (a
-// busy worker, or fewer slots than queues) it polls for batchWait, so that
-// a slot is never held for long on a queue with nothing in it while
-// another queue has work. Once a
+// long-polls for the whole ReceiveWait only while at least as many slots
+// are left free as there are loops; when slots are scarce (a busy worker,
+// or hardly more slots than queues) it polls for batchWait, so that a slot
+// is never held for long on a queue with nothing in it while another queue
+// has work. (A worker with fewer slots than queues thus makes about one
+// empty receive per second per slot while idle.) Once a
 // receive returned messages, the loop is in batch mode: it waits until it
 // can reserve a batch (Connections/10 slots, at least 1, at most 10) and
 // receives up to 10 with a short wait, so that a busy worker receives in
-// full batches.
+// full batches; after a receive that filled only part of its batch it
+// pauses for Config.ReceiveWindow first, so that messages arriving at a
+// steady rate gather into fuller batches.
 //
 // Slots go to live loops first. The overflow loop is served from what the
 // live loops leave, but after overflowPatience of waiting it queues with
@@ -43,6 +50,13 @@ const batchWait = time.Second
 // overflowPatience is how long the overflow loop waits behind live loops
 // before it queues with them.
 const overflowPatience = 2 * time.Second
+
+// growAfter and shrinkAfter are the streaks of full and of not-full
+// receives after which a queue gets an extra loop or an extra loop ends.
+const (
+	growAfter   = 5
+	shrinkAfter = 2
+)
 
 // receiveRetryMax caps the pause after failed receives.
 const receiveRetryMax = 30 * time.Second
@@ -91,6 +105,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	}
 	batch := p.extra
 	failures := 0
+	fulls, partials := 0, 0 // consecutive full and not-full receives
 	w.contenders.Add(1)
 	defer w.contenders.Add(-1)
 	for ctx.Err() == nil {
@@ -115,7 +130,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		}
 		spare := w.slots.available()
 		w.metrics.busy.Set(float64(w.cfg.Connections - spare))
-		if !batch && int64(spare) < w.contenders.Load()-1 {
+		if !batch && int64(spare) < w.contenders.Load() {
 			wait = min(wait, batchWait) // slots are scarce: do not sit on this one
 		}
 		received := w.cfg.NowFunc()
@@ -146,21 +161,29 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			if p.extra {
 				return
 			}
-			batch = false
+			batch, fulls, partials = false, 0, 0
 			continue
 		}
 		for _, m := range msgs {
 			w.jobs.Add(1)
 			go w.process(jobCtx, p.queue, m, received)
 		}
-		full := len(msgs) == queue.MaxBatch
-		if p.extra && !full {
+		if len(msgs) == n { // as many as it had slots for: the queue may hold more
+			fulls, partials = fulls+1, 0
+		} else {
+			fulls, partials = 0, partials+1
+		}
+		if p.extra && partials >= shrinkAfter {
+			return
+		}
+		if fulls >= growAfter && w.grow(pr) {
+			fulls = 0
+			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true})
+		}
+		if batch && len(msgs) < n && w.cfg.ReceiveWindow > 0 && sleep(ctx, w.cfg.ReceiveWindow) != nil {
 			return
 		}
 		batch = true
-		if full && w.grow(pr) {
-			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true})
-		}
 	}
 }
 

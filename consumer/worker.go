@@ -26,6 +26,7 @@ const (
 	InactivityTimeoutDefault      = 180 * time.Second
 	ReceiveWaitDefault            = queue.MaxWait
 	BatchWindowDefault            = 20 * time.Millisecond
+	ReceiveWindowDefault          = 50 * time.Millisecond
 	BackoffBaseDefault            = time.Second
 )
 
@@ -92,6 +93,13 @@ type Config struct {
 	// BatchWindow is how long a delete, visibility change or move waits
 	// for others to share its batch call.
 	BatchWindow time.Duration
+	// ReceiveWindow is how long a receive loop pauses after a receive
+	// that brought some messages but fewer than it asked for, so that
+	// messages arriving at a steady rate gather into fuller batches: fewer
+	// receives per message, at the price of up to this much latency on a
+	// queue that is already busy (the first message on an idle queue is
+	// received at once). Negative turns it off.
+	ReceiveWindow time.Duration
 	// BackoffBase is the backoff after a first failure, before jitter;
 	// it doubles with each attempt up to ErrorVisibilityTimeout.
 	BackoffBase time.Duration
@@ -116,6 +124,7 @@ func (c Config) withDefaults() Config {
 	c.InactivityTimeout = cmp.Or(c.InactivityTimeout, InactivityTimeoutDefault)
 	c.ReceiveWait = cmp.Or(c.ReceiveWait, ReceiveWaitDefault)
 	c.BatchWindow = cmp.Or(c.BatchWindow, BatchWindowDefault)
+	c.ReceiveWindow = cmp.Or(c.ReceiveWindow, ReceiveWindowDefault)
 	c.BackoffBase = cmp.Or(c.BackoffBase, BackoffBaseDefault)
 	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, c.VisibilityTimeout/3)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
