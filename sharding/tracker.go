@@ -128,9 +128,10 @@ func (t *Tracker) shallowest(s Shard) int {
 			best, bestDepth, ties = q, d, 1
 		case d == bestDepth:
 			// Reservoir sampling: each of the tied queues is kept with
-			// probability 1/ties. hi is uniform in [0, ties) and lo is
-			// left over for the next tie (Lemire's multiply method; the
-			// bias, ties/2^64, is nil for k ≤ MaxShardSize).
+			// probability 1/ties. By Lemire's multiply method hi is
+			// uniform in [0, ties), but for a bias under 2^-60, and lo
+			// keeps enough random high bits for the next tie of the
+			// k ≤ MaxShardSize; one draw serves the whole pick.
 			if ties == 1 {
 				r = mrand.Uint64()
 			}
