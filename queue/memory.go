@@ -327,11 +327,11 @@ func (m *Memory) Receive(ctx context.Context, queue string, opts ReceiveOptions)
 			}
 			return out, nil
 		}
-		wake := q.wakeChan()
 		next := deadline
 		if due, ok := q.nextDue(); ok && due.Before(next) {
 			next = due
 		}
+		wake := q.wakeChan(next)
 		q.mu.Unlock()
 		m.deadLetter(q, moved)
 

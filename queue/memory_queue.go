@@ -22,10 +22,14 @@ type memQueue struct {
 	nVisible, nInFlight, nDelayed int
 	scheduled                     uint64 // counts schedule calls; orders equal due times
 
-	// wake is closed, and cleared, when a message becomes visible or the
-	// earliest due time moves closer, so that long polls re-check at once.
-	// It is made only when a long poll waits.
-	wake chan struct{}
+	// wake is closed, and cleared, when a message becomes visible or a due
+	// time moves before wakeBy, so that long polls re-check at once. It is
+	// made only when a long poll waits. wakeBy is the latest time a waiting
+	// poll re-checks by itself (its deadline, or the earliest due time it
+	// saw); a message due later needs no wake-up, which spares waiting
+	// polls one per receive when visibility timeouts outlast their waits.
+	wake   chan struct{}
+	wakeBy time.Time
 }
 
 // queueAttrs are the normalised attributes of a queue (Spec with defaults).
@@ -72,10 +76,14 @@ type message struct {
 	index int       // position in the pending heap
 }
 
-// wakeChan returns the channel a long poll waits on. Call with mu held.
-func (q *memQueue) wakeChan() <-chan struct{} {
+// wakeChan returns the channel a long poll waits on until next at the
+// latest. Call with mu held.
+func (q *memQueue) wakeChan(next time.Time) <-chan struct{} {
 	if q.wake == nil {
 		q.wake = make(chan struct{})
+	}
+	if next.After(q.wakeBy) {
+		q.wakeBy = next
 	}
 	return q.wake
 }
@@ -84,7 +92,16 @@ func (q *memQueue) wakeChan() <-chan struct{} {
 func (q *memQueue) notify() {
 	if q.wake != nil {
 		close(q.wake)
-		q.wake = nil
+		q.wake, q.wakeBy = nil, time.Time{}
+	}
+}
+
+// notifyDue wakes the waiting long polls if msg, just put on the pending
+// heap or moved on it, is the earliest pending message and due before one
+// of them would re-check by itself. Call with mu held.
+func (q *memQueue) notifyDue(msg *message) {
+	if msg.index == 0 && msg.due.Before(q.wakeBy) {
+		q.notify()
 	}
 }
 
@@ -113,9 +130,7 @@ func (q *memQueue) schedule(msg *message, st msgState, due time.Time) {
 		q.nInFlight++
 	}
 	q.pending.push(msg)
-	if msg.index == 0 {
-		q.notify() // the earliest due time moved closer
-	}
+	q.notifyDue(msg)
 }
 
 // reschedule sets a new due time for a pending msg. Call with mu held.
@@ -123,9 +138,7 @@ func (q *memQueue) reschedule(msg *message, due time.Time) {
 	q.scheduled++
 	msg.due, msg.order = due, q.scheduled
 	q.pending.fix(msg.index)
-	if msg.index == 0 {
-		q.notify()
-	}
+	q.notifyDue(msg)
 }
 
 // unschedule takes a pending msg off the heap. Call with mu held.

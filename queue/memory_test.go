@@ -177,6 +177,36 @@ func TestMemoryLongPollWakesOnVisibility(t *testing.T) {
 	})
 }
 
+// TestMemoryLongPollWaiters checks that a message due after one waiting
+// poll ends still wakes another that waits longer.
+func TestMemoryLongPollWaiters(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m := memSetup(t, queue.Spec{})
+		start := time.Now()
+		type result struct {
+			n  int
+			at time.Duration
+		}
+		long, short := make(chan result, 1), make(chan result, 1)
+		poll := func(wait time.Duration, out chan<- result) {
+			msgs := mustReceive(t, m, "q", queue.ReceiveOptions{Wait: wait})
+			out <- result{len(msgs), time.Since(start)}
+		}
+		go poll(20*time.Second, long)
+		synctest.Wait()
+		go poll(2*time.Second, short)
+		synctest.Wait()
+		mustSend(t, m, "q", queue.Entry{ID: "a", Body: "x", Delay: 5 * time.Second})
+		if got := <-short; got != (result{0, 2 * time.Second}) {
+			t.Errorf("short poll = %+v, want nothing after 2s", got)
+		}
+		if got := <-long; got != (result{1, 5 * time.Second}) {
+			t.Errorf("long poll = %+v, want the message after 5s", got)
+		}
+	})
+}
+
 func TestMemoryLongPollCancel(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
