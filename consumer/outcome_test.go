@@ -93,137 +93,167 @@ func deadLetters(t testing.TB, b queue.Backend, names queue.Names) []envelope.Me
 // up to error_visibility_timeout; after max_retries attempts the message is
 // dead-lettered with its last error and its tenant's backlog goes down.
 func TestBackoffGrows(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b, names := setup(t, "memory")
-		enqueued := time.Now().Add(-time.Second)
-		send(t, b, names.Live[0], msg{tenant: "acme", meta: &envelope.Meta{EnqueuedAt: enqueued.UnixMilli(), RequestID: "r1"}})
-		h, seen := recorder(func(int, *consumer.Message) error { return errBoom })
-		backlog := newCounter()
-		start(t, consumer.Config{
-			Backend: b, Names: names, Handler: h, Backlog: backlog,
-			MaxRetries:             7,
-			BackoffBase:            time.Second,
-			ErrorVisibilityTimeout: 10 * time.Second,
-			RandFunc:               func() float64 { return 1 }, // the top of the jitter range
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			inBubble(t, kind, func(t *testing.T) { testBackoffGrows(t, kind) })
 		})
-		var gaps []time.Duration
-		var counts []int
-		prev := recv(t, seen, time.Minute, "delivery")
-		counts = append(counts, prev.count)
-		for range 6 {
-			d := recv(t, seen, time.Minute, "delivery")
-			gaps = append(gaps, d.at.Sub(prev.at).Round(100*time.Millisecond))
-			counts = append(counts, d.count)
-			prev = d
-		}
-		if got := recv(t, backlog.done, time.Minute, "backlog decrement"); got != "acme:1" {
-			t.Errorf("backlog Done(%s), want acme:1", got)
-		}
-		want := []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
-		if diff := cmp.Diff(want, gaps); diff != "" {
-			t.Errorf("gaps between attempts (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff([]int{1, 2, 3, 4, 5, 6, 7}, counts); diff != "" {
-			t.Errorf("receive counts (-want +got):\n%s", diff)
-		}
-		synctest.Wait()
-		got := deadLetters(t, b, names)
-		wantDL := []envelope.Meta{{EnqueuedAt: enqueued.UnixMilli(), Attempts: 7, RequestID: "r1", LastError: "boom"}}
-		if diff := cmp.Diff(wantDL, got); diff != "" {
-			t.Errorf("dead letters (-want +got):\n%s", diff)
-		}
-		if n := depth(t, b, names.Live[0]); n != 0 {
-			t.Errorf("%s still holds %d messages", names.Live[0], n)
-		}
+	}
+}
+
+func testBackoffGrows(t *testing.T, kind string) {
+	b, names := setup(t, kind)
+	// In real time (SQS), fewer attempts and a lower cap keep it short.
+	retries, limit := 7, 10*time.Second
+	if kind != "memory" {
+		retries, limit = 5, 5*time.Second
+	}
+	enqueued := time.Now().Add(-time.Second)
+	send(t, b, names.Live[0], msg{tenant: "acme", meta: &envelope.Meta{EnqueuedAt: enqueued.UnixMilli(), RequestID: "r1"}})
+	h, seen := recorder(func(int, *consumer.Message) error { return errBoom })
+	backlog := newCounter()
+	start(t, consumer.Config{
+		Backend: b, Names: names, Handler: h, Backlog: backlog,
+		MaxRetries:             retries,
+		BackoffBase:            time.Second,
+		ErrorVisibilityTimeout: limit,
+		RandFunc:               func() float64 { return 1 }, // the top of the jitter range
 	})
+	var gaps []time.Duration
+	var counts []int
+	prev := recv(t, seen, time.Minute, "delivery")
+	counts = append(counts, prev.count)
+	for range retries - 1 {
+		d := recv(t, seen, time.Minute, "delivery")
+		gaps = append(gaps, d.at.Sub(prev.at).Truncate(250*time.Millisecond))
+		counts = append(counts, d.count)
+		prev = d
+	}
+	if got := recv(t, backlog.done, time.Minute, "backlog decrement"); got != "acme:1" {
+		t.Errorf("backlog Done(%s), want acme:1", got)
+	}
+	want := []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	wantCounts := []int{1, 2, 3, 4, 5, 6, 7}
+	if kind != "memory" {
+		want, wantCounts = []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}, wantCounts[:5]
+	}
+	// SQS counts whole seconds and the receive takes its time: allow
+	// up to a quarter second late there.
+	if diff := cmp.Diff(want, gaps); diff != "" {
+		t.Errorf("gaps between attempts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantCounts, counts); diff != "" {
+		t.Errorf("receive counts (-want +got):\n%s", diff)
+	}
+	got := deadLetters(t, b, names)
+	wantDL := []envelope.Meta{{EnqueuedAt: enqueued.UnixMilli(), Attempts: retries, RequestID: "r1", LastError: "boom"}}
+	if diff := cmp.Diff(wantDL, got); diff != "" {
+		t.Errorf("dead letters (-want +got):\n%s", diff)
+	}
+	if n := depth(t, b, names.Live[0]); n != 0 {
+		t.Errorf("%s still holds %d messages", names.Live[0], n)
+	}
 }
 
 // TestDeadLetterAcrossMove: attempts are counted across a move to the
 // overflow queue; the move itself is not an attempt.
 func TestDeadLetterAcrossMove(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b, names := setup(t, "memory")
-		send(t, b, names.Live[1], msg{tenant: "acme", meta: &envelope.Meta{EnqueuedAt: time.Now().UnixMilli()}})
-		h, seen := recorder(func(int, *consumer.Message) error { return errBoom })
-		var admits []string
-		var mu sync.Mutex
-		limiter := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
-			mu.Lock()
-			admits = append(admits, fmt.Sprintf("%s:%d", m.Queue, m.ReceiveCount))
-			mu.Unlock()
-			if m.Queue == names.Live[1] && m.ReceiveCount == 2 {
-				return consumer.Verdict{Action: consumer.Spill, Delay: 3 * time.Second, Reason: "rate"}, nil
-			}
-			return consumer.Verdict{}, nil
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			inBubble(t, kind, func(t *testing.T) { testDeadLetterAcrossMove(t, kind) })
 		})
-		backlog := newCounter()
-		start(t, consumer.Config{
-			Backend: b, Names: names, Handler: h, Limiter: limiter, Backlog: backlog,
-			MaxRetries: 3, BackoffBase: time.Second, RandFunc: func() float64 { return 0.5 },
-		})
-		var got []string
-		for range 3 {
-			d := recv(t, seen, time.Minute, "delivery")
-			got = append(got, fmt.Sprintf("%s:%d", d.queue, d.count))
-		}
-		recv(t, backlog.done, time.Minute, "backlog decrement")
-		synctest.Wait()
-		want := []string{names.Live[1] + ":1", names.Overflow + ":2", names.Overflow + ":3"}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("deliveries queue:count (-want +got):\n%s", diff)
-		}
-		wantAdmits := []string{names.Live[1] + ":1", names.Live[1] + ":2", names.Overflow + ":2", names.Overflow + ":3"}
+	}
+}
+
+func testDeadLetterAcrossMove(t *testing.T, kind string) {
+	b, names := setup(t, kind)
+	send(t, b, names.Live[1], msg{tenant: "acme", meta: &envelope.Meta{EnqueuedAt: time.Now().UnixMilli()}})
+	h, seen := recorder(func(int, *consumer.Message) error { return errBoom })
+	var admits []string
+	var mu sync.Mutex
+	limiter := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
 		mu.Lock()
-		if diff := cmp.Diff(wantAdmits, admits); diff != "" {
-			t.Errorf("limiter saw queue:count (-want +got):\n%s", diff)
-		}
+		admits = append(admits, fmt.Sprintf("%s:%d", m.Queue, m.ReceiveCount))
 		mu.Unlock()
-		dl := deadLetters(t, b, names)
-		if len(dl) != 1 || dl[0].Attempts != 3 || dl[0].LastError != "boom" {
-			t.Errorf("dead letters %+v, want one with 3 attempts and error boom", dl)
+		if m.Queue == names.Live[1] && m.ReceiveCount == 2 {
+			return consumer.Verdict{Action: consumer.Spill, Delay: time.Second, Reason: "rate"}, nil
 		}
-		if diff := cmp.Diff([]string{"acme:1"}, backlog.got()); diff != "" {
-			t.Errorf("backlog decrements (-want +got):\n%s", diff)
-		}
+		return consumer.Verdict{}, nil
 	})
+	backlog := newCounter()
+	start(t, consumer.Config{
+		Backend: b, Names: names, Handler: h, Limiter: limiter, Backlog: backlog,
+		MaxRetries: 3, BackoffBase: time.Second, RandFunc: func() float64 { return 0.5 },
+	})
+	var got []string
+	for range 3 {
+		d := recv(t, seen, time.Minute, "delivery")
+		got = append(got, fmt.Sprintf("%s:%d", d.queue, d.count))
+	}
+	recv(t, backlog.done, time.Minute, "backlog decrement")
+	want := []string{names.Live[1] + ":1", names.Overflow + ":2", names.Overflow + ":3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deliveries queue:count (-want +got):\n%s", diff)
+	}
+	wantAdmits := []string{names.Live[1] + ":1", names.Live[1] + ":2", names.Overflow + ":2", names.Overflow + ":3"}
+	mu.Lock()
+	if diff := cmp.Diff(wantAdmits, admits); diff != "" {
+		t.Errorf("limiter saw queue:count (-want +got):\n%s", diff)
+	}
+	mu.Unlock()
+	dl := deadLetters(t, b, names)
+	if len(dl) != 1 || dl[0].Attempts != 3 || dl[0].LastError != "boom" {
+		t.Errorf("dead letters %+v, want one with 3 attempts and error boom", dl)
+	}
+	if diff := cmp.Diff([]string{"acme:1"}, backlog.got()); diff != "" {
+		t.Errorf("backlog decrements (-want +got):\n%s", diff)
+	}
 }
 
 // TestRetryAfter: a Retry-After brings the message back after that delay
 // without counting the delivery.
 func TestRetryAfter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b, names := setup(t, "memory")
-		send(t, b, names.Live[0], msg{tenant: "acme"})
-		h, seen := recorder(func(n int, _ *consumer.Message) error {
-			if n <= 2 {
-				return &consumer.RetryAfterError{After: 5 * time.Second}
-			}
-			return errBoom
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			inBubble(t, kind, func(t *testing.T) { testRetryAfter(t, kind) })
 		})
-		backlog := newCounter()
-		start(t, consumer.Config{Backend: b, Names: names, Handler: h, Backlog: backlog, MaxRetries: 2, BackoffBase: time.Second, RandFunc: func() float64 { return 0 }})
-		var counts []int
-		var gaps []time.Duration
-		first := recv(t, seen, time.Minute, "delivery")
-		prev := first
-		counts = append(counts, first.count)
-		for range 3 {
-			d := recv(t, seen, time.Minute, "delivery")
-			counts = append(counts, d.count)
-			gaps = append(gaps, d.at.Sub(prev.at).Round(100*time.Millisecond))
-			prev = d
+	}
+}
+
+func testRetryAfter(t *testing.T, kind string) {
+	b, names := setup(t, kind)
+	send(t, b, names.Live[0], msg{tenant: "acme"})
+	h, seen := recorder(func(n int, _ *consumer.Message) error {
+		if n <= 2 {
+			return &consumer.RetryAfterError{After: 2 * time.Second}
 		}
-		recv(t, backlog.done, time.Minute, "backlog decrement")
-		if diff := cmp.Diff([]int{1, 1, 1, 2}, counts); diff != "" {
-			t.Errorf("receive counts (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff([]time.Duration{5 * time.Second, 5 * time.Second, 0}, gaps); diff != "" {
-			t.Errorf("gaps (-want +got):\n%s", diff)
-		}
-		if dl := deadLetters(t, b, names); len(dl) != 1 || dl[0].Attempts != 2 {
-			t.Errorf("dead letters %+v, want one with 2 attempts", dl)
-		}
+		return errBoom
 	})
+	backlog := newCounter()
+	start(t, consumer.Config{Backend: b, Names: names, Handler: h, Backlog: backlog, MaxRetries: 2, BackoffBase: time.Second, RandFunc: func() float64 { return 0 }})
+	var counts []int
+	var gaps []time.Duration
+	first := recv(t, seen, time.Minute, "delivery")
+	prev := first
+	counts = append(counts, first.count)
+	for range 3 {
+		d := recv(t, seen, time.Minute, "delivery")
+		counts = append(counts, d.count)
+		gaps = append(gaps, d.at.Sub(prev.at).Truncate(250*time.Millisecond))
+		prev = d
+	}
+	recv(t, backlog.done, time.Minute, "backlog decrement")
+	if diff := cmp.Diff([]int{1, 1, 1, 2}, counts); diff != "" {
+		t.Errorf("receive counts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]time.Duration{2 * time.Second, 2 * time.Second, 0}, gaps); diff != "" {
+		t.Errorf("gaps (-want +got):\n%s", diff)
+	}
+	if dl := deadLetters(t, b, names); len(dl) != 1 || dl[0].Attempts != 2 {
+		t.Errorf("dead letters %+v, want one with 2 attempts", dl)
+	}
 }
 
 // TestAgeChecks: a message older than drop_age is dropped; one older than
