@@ -100,7 +100,7 @@ func (s *Server) enqueueRequest(w http.ResponseWriter, r *http.Request, t tenant
 			}
 		}()
 	}
-	d, err := s.admit(ctx, t, 1)
+	d, _, err := s.admit(ctx, t, 1)
 	setRateLimitHeaders(w.Header(), d)
 	if err != nil {
 		return accepted{}, 0, err
@@ -222,9 +222,11 @@ func (s *Server) prepare(t tenant.Tenant, msg message, reqID, traceparent string
 // tenant's ingest bucket, whose rate and size shrink linearly toward zero
 // as the tenant's backlog goes from soft_backlog to max_backlog; at
 // max_backlog nothing is admitted (backlog_full). It returns the decision
-// (Allowed may be less than n) and, when nothing is admitted, the error
-// to answer with.
-func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.Decision, error) {
+// (Allowed may be less than n), the room the backlog leaves (Allowed ≤
+// room ≤ n: messages beyond room are refused as backlog_full, those
+// between Allowed and room as rate_limited) and, when nothing is admitted,
+// the error to answer with.
+func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.Decision, int, error) {
 	lim := throttle.Limit{Rate: t.Limits.IngestRate, Burst: t.Limits.IngestBurst}
 	if s.cfg.Backlog != nil && t.Limits.MaxBacklog > 0 {
 		var b int64
@@ -235,20 +237,20 @@ func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.De
 		switch {
 		case err == errResting:
 			if err := s.backlog.without(err); err != nil {
-				return throttle.Decision{}, err
+				return throttle.Decision{}, 0, err
 			}
 		case err != nil && ctx.Err() != nil:
-			return throttle.Decision{}, ctx.Err()
+			return throttle.Decision{}, 0, ctx.Err()
 		case err != nil:
 			if err := s.backlog.failed(ctx, err); err != nil {
-				return throttle.Decision{}, err
+				return throttle.Decision{}, 0, err
 			}
 		default:
 			s.backlog.ok(ctx)
 			maxB, soft := int64(t.Limits.MaxBacklog), int64(t.Limits.SoftBacklog)
 			if b >= maxB {
 				wait := backlogWait(b-maxB+1, t.Limits.ProcessRate)
-				return throttle.Decision{Limit: lim, ResetAfter: wait}, &Error{Code: CodeBacklogFull, RetryAfter: wait,
+				return throttle.Decision{Limit: lim, ResetAfter: wait}, 0, &Error{Code: CodeBacklogFull, RetryAfter: wait,
 					Detail: "tenant " + t.ID + " has " + strconv.FormatInt(b, 10) + " messages waiting, at or above its max_backlog of " + strconv.FormatInt(maxB, 10)}
 			}
 			n = int(min(int64(n), maxB-b))
@@ -260,15 +262,19 @@ func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.De
 	d, err := s.cfg.Limiter.Allow(ctx, ingestKey(t.ID), lim, n)
 	if err != nil {
 		if ctx.Err() != nil {
-			return throttle.Decision{}, ctx.Err()
+			return throttle.Decision{}, 0, ctx.Err()
 		}
-		return throttle.Decision{Limit: lim}, &Error{Code: CodeUnavailable, Detail: "admission is unavailable; retry", RetryAfter: time.Second, Err: err}
+		return throttle.Decision{Limit: lim}, 0, &Error{Code: CodeUnavailable, Detail: "admission is unavailable; retry", RetryAfter: time.Second, Err: err}
 	}
 	if d.Allowed == 0 {
-		return d, &Error{Code: CodeRateLimited, RetryAfter: d.RetryAfter,
-			Detail: "tenant " + t.ID + " is over its ingest rate of " + strconv.FormatFloat(lim.Rate, 'g', 4, 64) + " messages/s (burst " + strconv.Itoa(lim.Burst) + ")"}
+		return d, n, rateLimited(t, lim, d.RetryAfter)
 	}
-	return d, nil
+	return d, n, nil
+}
+
+func rateLimited(t tenant.Tenant, lim throttle.Limit, retry time.Duration) *Error {
+	return &Error{Code: CodeRateLimited, RetryAfter: retry,
+		Detail: "tenant " + t.ID + " is over its ingest rate of " + strconv.FormatFloat(lim.Rate, 'g', 4, 64) + " messages/s (burst " + strconv.Itoa(lim.Burst) + ")"}
 }
 
 // backlogWait estimates how long until a backlog falls by excess at the
@@ -298,42 +304,66 @@ func setRateLimitHeaders(h http.Header, d throttle.Decision) {
 // send picks the tenant's queue, sends the message through the batcher and
 // waits for SQS's answer.
 func (s *Server) send(ctx context.Context, t tenant.Tenant, item sendItem) (accepted, error) {
+	return s.await(ctx, t, s.submit(t, item))
+}
+
+// pendingSend is a message handed to the batcher.
+type pendingSend struct {
+	q    int
+	name string
+	at   int64 // enqueue time, unix ms
+	tk   Ticket[sendItem, sendResult]
+	err  error // not submitted
+}
+
+// submit picks the tenant's queue and hands the message to the batcher.
+func (s *Server) submit(t tenant.Tenant, item sendItem) pendingSend {
 	s.mu.Lock()
 	stopped := s.stopped || !s.started
 	s.mu.Unlock()
 	if stopped {
-		return accepted{}, ErrStopped
+		return pendingSend{q: -1, err: ErrStopped}
 	}
 	q := s.cfg.Picker.Pick(t.ID)
 	if q < 0 || q >= len(s.cfg.Names.Live) {
-		return accepted{}, &Error{Code: CodeInternal, Detail: "internal error", Err: errors.New("picker chose a queue out of range")}
+		return pendingSend{q: -1, err: &Error{Code: CodeInternal, Detail: "internal error", Err: errors.New("picker chose a queue out of range")}}
 	}
 	name := s.cfg.Names.Live[q]
 	item.meta.Origin = name
 	item.attrs[envelope.AttrMeta] = item.meta.Encode()
-	tk, err := s.batcher.Submit(name, item)
-	if err != nil {
-		s.cfg.Picker.Sent(q, -1)
-		return accepted{}, errors.Join(ErrStopped, err)
+	p := pendingSend{q: q, name: name, at: item.meta.EnqueuedAt}
+	p.tk, p.err = s.batcher.Submit(name, item)
+	if p.err != nil {
+		p.err = errors.Join(ErrStopped, p.err)
 	}
-	// Wait for SQS's answer even if the client leaves: the send is
-	// bounded by SendAttempts × SendTimeout, and its outcome must reach
-	// the picker and the idempotency key.
-	res, err := tk.Wait(context.WithoutCancel(ctx))
+	return p
+}
+
+// await waits for SQS's answer for a submitted message.
+func (s *Server) await(ctx context.Context, t tenant.Tenant, p pendingSend) (accepted, error) {
+	err := p.err
+	var res sendResult
+	if err == nil {
+		// Wait for SQS's answer even if the client leaves: the send is
+		// bounded by SendAttempts × SendTimeout, and its outcome must
+		// reach the picker and the idempotency key.
+		res, err = p.tk.Wait(context.WithoutCancel(ctx))
+		if err == nil {
+			err = res.err
+		}
+	}
 	if err != nil {
-		s.cfg.Picker.Sent(q, -1)
+		if p.q >= 0 {
+			s.cfg.Picker.Sent(p.q, -1)
+		}
 		return accepted{}, err
-	}
-	if res.err != nil {
-		s.cfg.Picker.Sent(q, -1)
-		return accepted{}, res.err
 	}
 	s.m.admitted.WithLabelValues(s.m.labels.of(t.ID)).Inc()
 	return accepted{
 		ID:         res.messageID,
 		Tenant:     t.ID,
-		Queue:      name,
-		EnqueuedAt: formatTime(time.UnixMilli(item.meta.EnqueuedAt)),
+		Queue:      p.name,
+		EnqueuedAt: formatTime(time.UnixMilli(p.at)),
 	}, nil
 }
 

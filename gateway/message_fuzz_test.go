@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,6 +63,41 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		if m.idempotencyKey != "" && checkIdempotencyKey(m.idempotencyKey) != nil {
 			t.Fatalf("accepted idempotency key %q", m.idempotencyKey)
+		}
+	})
+}
+
+// FuzzDecodeBatch: no batch body panics; an accepted batch has 1–100
+// messages, each valid or refused with an invalid_request naming it.
+func FuzzDecodeBatch(f *testing.F) {
+	for _, seed := range []string{
+		`{"messages":[{"body":"x"},{"body":{"a":1},"idempotency_key":"k"}]}`,
+		`{"messages":[]}`,
+		`{"messages":[1,"x",null,[],{}]}`,
+		`{"messages":null}`,
+		`{"messages":[{"body":"x"}],"extra":1}`,
+		`{"messages":[{"body":"x","attributes":{"fairq-tenant":"t"}}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raws, err := decodeBatch(data)
+		if err != nil {
+			if e, ok := err.(*Error); !ok || e.Code != CodeInvalidRequest {
+				t.Fatalf("error %#v", err)
+			}
+			return
+		}
+		if len(raws) < 1 || len(raws) > MaxBatchMessages {
+			t.Fatalf("accepted %d messages", len(raws))
+		}
+		for i, raw := range raws {
+			if _, err := decodeEntry(raw, i); err != nil {
+				e, ok := err.(*Error)
+				if !ok || e.Code != CodeInvalidRequest || !strings.Contains(e.Detail, fmt.Sprintf("messages[%d]", i)) {
+					t.Fatalf("entry %d: error %#v does not name it", i, err)
+				}
+			}
 		}
 	})
 }

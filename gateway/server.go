@@ -104,6 +104,9 @@ type Config struct {
 	// same queue to share its SendMessageBatch call; zero uses
 	// BatchWindowDefault (2 ms).
 	BatchWindow time.Duration
+	// MaxBatchBody caps the raw body of POST /v1/messages/batch; zero
+	// uses MaxBatchBodyDefault (8 MiB).
+	MaxBatchBody int
 	// BatchBytes bounds the size of one SendMessageBatch call; zero uses
 	// BatchBytesDefault.
 	BatchBytes int
@@ -147,6 +150,7 @@ func (c Config) withDefaults() Config {
 	c.MaxMessageSize = cmp.Or(c.MaxMessageSize, queue.MaxMessageSizeDefault)
 	c.BatchWindow = cmp.Or(c.BatchWindow, BatchWindowDefault)
 	c.BatchBytes = cmp.Or(c.BatchBytes, BatchBytesDefault)
+	c.MaxBatchBody = cmp.Or(c.MaxBatchBody, MaxBatchBodyDefault)
 	c.SendAttempts = cmp.Or(c.SendAttempts, SendAttemptsDefault)
 	c.SendTimeout = cmp.Or(c.SendTimeout, SendTimeoutDefault)
 	c.ReadyCache = cmp.Or(c.ReadyCache, ReadyCacheDefault)
@@ -181,6 +185,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxMessageSize < 1 || c.MaxMessageSize > queue.MaxMessageSizeCap {
 		bad("MaxMessageSize %d, want 1–%d", c.MaxMessageSize, queue.MaxMessageSizeCap)
+	}
+	if c.MaxBatchBody < 1 {
+		bad("MaxBatchBody %d must be positive", c.MaxBatchBody)
 	}
 	if c.BatchBytes < 1 || c.BatchBytes > queue.MaxMessageSizeCap {
 		bad("BatchBytes %d, want 1–%d", c.BatchBytes, queue.MaxMessageSizeCap)
@@ -277,6 +284,7 @@ func (s *Server) routes() chi.Router {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
 	r.Post("/v1/messages", s.handleEnqueue)
+	r.Post("/v1/messages/batch", s.handleBatch)
 	return r
 }
 

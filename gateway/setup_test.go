@@ -245,3 +245,6 @@ func grep(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// receiveAll receives up to a batch of visible messages.
+var receiveAll = queue.ReceiveOptions{Max: 10}
