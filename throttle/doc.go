@@ -16,7 +16,34 @@
 //     enforces the whole limit on its own, so a fleet of n admits up to n
 //     times the limit until Redis is back) or refuses with ErrUnavailable
 //     (fail closed). It says so once in the log and in the metrics
-//     fairq_redis_degraded and fairq_redis_fallback_total.
+//     fairq_redis_degraded and fairq_redis_fallback_total, labelled with
+//     its Component. Given a ScaledLimiter as Fallback whose FactorFunc is
+//     Share(fleet size), each process enforces its share of the limit
+//     instead, rate and burst divided by the number of processes last
+//     known to share it, which keeps a fleet near the limit (the workers
+//     do this, with the fleet size of package fleet).
+//
+// Concurrency limits are semaphores keyed the same way: at most limit
+// holders of a key at once, asked through Semaphore.TryAcquire, which never
+// waits, with the limit passed on every call. A Permit is released once,
+// when its holder is done.
+//
+//   - LocalSemaphore counts holders in process.
+//   - RedisSemaphore holds them fleet-wide in Redis as leases with an
+//     expiry, a sorted set per key, taken by one Lua script. Between Start
+//     and Stop it renews every lease of the process in one round trip
+//     every RenewEvery (Lease/3, Lease 30 s by default) and removes
+//     released leases in batches; a crashed process stops renewing, so its
+//     slots come back within one Lease.
+//   - FailoverSemaphore asks a RedisSemaphore and, while Redis is
+//     unreachable, counts slots in process (fail open), each process
+//     allowing itself ⌈limit/n⌉ for a fleet of n, or refuses with
+//     ErrUnavailable (fail closed), with the same log line and metrics as
+//     FailoverLimiter.
+//
+// A Pacer hands out turns of a key at a rate, so that work refused by a
+// rate limit can be put off until its own turn rather than all until the
+// next token.
 //
 // The limit is passed on every call rather than configured per key, so a
 // caller can shrink it as a tenant's backlog grows (Limit.Scale) and a

@@ -1,5 +1,11 @@
 package throttle
 
+// Every Redis key of the package is built here.
+
 // redisRateKey is the Redis key of a rate limit bucket. redis_rate puts its
 // own "rate:" in front of what it is given.
 func redisRateKey(prefix, key string) string { return prefix + key }
+
+// redisSemaphoreKey is the Redis key of a semaphore: a sorted set of lease
+// id → expiry (unix ms, Redis's clock).
+func redisSemaphoreKey(prefix, key string) string { return "sem:" + prefix + key }

@@ -29,15 +29,23 @@ type FailoverConfig struct {
 	// nil discards.
 	Logger *slog.Logger
 	// Registerer receives fairq_redis_degraded and
-	// fairq_redis_fallback_total with component="ratelimit"; nil registers
-	// nothing.
+	// fairq_redis_fallback_total with the label component=Component; nil
+	// registers nothing.
 	Registerer prometheus.Registerer
+	// Component is the value of the component label of the metrics and
+	// log lines, so that two limiters of one process (the gateway's
+	// admission and the worker's processing limits) are told apart; empty
+	// uses ComponentDefault.
+	Component string
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time
 }
 
 // CooldownDefault is FailoverConfig.Cooldown's default.
 const CooldownDefault = time.Second
+
+// ComponentDefault is FailoverConfig.Component's default.
+const ComponentDefault = "ratelimit"
 
 func (c FailoverConfig) withDefaults() FailoverConfig {
 	if c.Now == nil {
@@ -47,6 +55,7 @@ func (c FailoverConfig) withDefaults() FailoverConfig {
 		c.Fallback = NewLocalLimiter(LocalConfig{Now: c.Now})
 	}
 	c.Cooldown = cmp.Or(c.Cooldown, CooldownDefault)
+	c.Component = cmp.Or(c.Component, ComponentDefault)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
@@ -82,7 +91,7 @@ func NewFailoverLimiter(cfg FailoverConfig) (*FailoverLimiter, error) {
 	cfg = cfg.withDefaults()
 	f := &FailoverLimiter{cfg: cfg}
 	var err error
-	f.degraded, f.fallback, err = redisMetrics(cfg.Registerer, "ratelimit")
+	f.degraded, f.fallback, err = redisMetrics(cfg.Registerer, cfg.Component)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +129,7 @@ func (f *FailoverLimiter) up() {
 	f.mu.Unlock()
 	if was {
 		f.degraded.Set(0)
-		f.cfg.Logger.Info("redis is back; rate limits are shared again", "component", "ratelimit")
+		f.cfg.Logger.Info("redis is back; rate limits are shared again", "component", f.cfg.Component)
 	}
 }
 
@@ -133,9 +142,9 @@ func (f *FailoverLimiter) fail(now time.Time, err error) {
 	if !was {
 		f.degraded.Set(1)
 		if f.cfg.FailClosed {
-			f.cfg.Logger.Error("redis unreachable; refusing admission until it is back (fail closed)", "component", "ratelimit", "err", err)
+			f.cfg.Logger.Error("redis unreachable; refusing admission until it is back (fail closed)", "component", f.cfg.Component, "err", err)
 		} else {
-			f.cfg.Logger.Warn("redis unreachable; rate limits are local to this process until it is back (fail open)", "component", "ratelimit", "err", err)
+			f.cfg.Logger.Warn("redis unreachable; rate limits are local to this process until it is back (fail open)", "component", f.cfg.Component, "err", err)
 		}
 	}
 }

@@ -1,0 +1,172 @@
+package throttle_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairq/fairq/throttle"
+)
+
+// flakySemaphore is a primary semaphore, a LocalSemaphore underneath,
+// that fails while down is set.
+type flakySemaphore struct {
+	s     *throttle.LocalSemaphore
+	mu    sync.Mutex
+	down  bool
+	calls int
+}
+
+func (f *flakySemaphore) set(down bool) {
+	f.mu.Lock()
+	f.down = down
+	f.mu.Unlock()
+}
+
+func (f *flakySemaphore) TryAcquire(ctx context.Context, key string, limit int) (throttle.Permit, bool, error) {
+	f.mu.Lock()
+	f.calls++
+	down := f.down
+	f.mu.Unlock()
+	if down {
+		return throttle.Permit{}, false, errors.New("dial tcp: connection refused")
+	}
+	return f.s.TryAcquire(ctx, key, limit)
+}
+
+func TestFailoverSemaphore(t *testing.T) {
+	t.Parallel()
+	for _, closed := range []bool{false, true} {
+		name := "fail open"
+		if closed {
+			name = "fail closed"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := newClock()
+			primary := &flakySemaphore{s: throttle.NewLocalSemaphore()}
+			reg := prometheus.NewRegistry()
+			var logs bytes.Buffer
+			f, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
+				Primary:       primary,
+				FailClosed:    closed,
+				FleetSizeFunc: func() int { return 2 },
+				Cooldown:      time.Second,
+				Component:     "ratelimit", // the label gauge() reads
+				Logger:        slog.New(slog.NewTextHandler(&logs, nil)),
+				Registerer:    reg,
+				Now:           c.Now,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			const limit = 5 // a fleet of 2: a local share of 3
+
+			held, ok, err := f.TryAcquire(ctx, "k", limit)
+			if err != nil || !ok {
+				t.Fatalf("healthy: %v, %v", ok, err)
+			}
+			if got := primary.s.InUse("k"); got != 1 {
+				t.Fatalf("primary holds %d slots, want 1", got)
+			}
+			primary.set(true)
+			var granted []throttle.Permit
+			for i := range 4 {
+				p, ok, err := f.TryAcquire(ctx, "k", limit)
+				switch {
+				case closed:
+					if !errors.Is(err, throttle.ErrUnavailable) {
+						t.Fatalf("down, call %d: err %v, want ErrUnavailable", i, err)
+					}
+				case err != nil:
+					t.Fatalf("down, call %d: %v", i, err)
+				case ok:
+					granted = append(granted, p)
+				}
+			}
+			wantGranted := 2 // the share of 3, one already held from the primary
+			if closed {
+				wantGranted = 0
+			}
+			if len(granted) != wantGranted {
+				t.Errorf("granted %d slots while down, want %d", len(granted), wantGranted)
+			}
+			if primary.calls != 2 {
+				t.Errorf("primary asked %d times, want 2: once healthy, once more before the cooldown", primary.calls)
+			}
+			if !f.Degraded() {
+				t.Error("not Degraded while down")
+			}
+			if got := gauge(t, reg, "fairq_redis_degraded"); got != 1 {
+				t.Errorf("fairq_redis_degraded = %v while down, want 1", got)
+			}
+			held.Release()
+			if got := primary.s.InUse("k"); got != 0 {
+				t.Errorf("the primary's slot not released: %d in use", got)
+			}
+			for _, p := range granted {
+				p.Release()
+			}
+
+			primary.set(false)
+			c.Advance(time.Second)
+			if _, ok, err := f.TryAcquire(ctx, "k", limit); err != nil || !ok {
+				t.Fatalf("after the cooldown: %v, %v", ok, err)
+			}
+			if got := primary.s.InUse("k"); got != 1 {
+				t.Errorf("after the cooldown the primary holds %d slots, want 1", got)
+			}
+			if got := gauge(t, reg, "fairq_redis_degraded"); got != 0 {
+				t.Errorf("fairq_redis_degraded = %v once back, want 0", got)
+			}
+			wantFallbacks := 4.0
+			if closed {
+				wantFallbacks = 0
+			}
+			if got := gauge(t, reg, "fairq_redis_fallback_total"); got != wantFallbacks {
+				t.Errorf("fairq_redis_fallback_total = %v, want %v", got, wantFallbacks)
+			}
+			if n := strings.Count(logs.String(), "redis unreachable"); n != 1 {
+				t.Errorf("%d log lines about the failure, want 1:\n%s", n, logs.String())
+			}
+			if n := strings.Count(logs.String(), "redis is back"); n != 1 {
+				t.Errorf("%d log lines about the recovery, want 1:\n%s", n, logs.String())
+			}
+		})
+	}
+}
+
+func TestFailoverSemaphoreShare(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		limit, fleet, want int
+	}{
+		{10, 1, 10}, {10, 3, 4}, {10, 10, 1}, {2, 5, 1}, {10, 0, 10},
+	}
+	for _, tt := range tests {
+		primary := &flakySemaphore{s: throttle.NewLocalSemaphore(), down: true}
+		f, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
+			Primary: primary, FleetSizeFunc: func() int { return tt.fleet },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for range tt.limit + 1 {
+			if _, ok, _ := f.TryAcquire(context.Background(), "k", tt.limit); ok {
+				got++
+			}
+		}
+		if got != tt.want {
+			t.Errorf("limit %d, fleet of %d: %d local slots, want %d", tt.limit, tt.fleet, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,360 @@
+package throttle
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// LeaseDefault is RedisSemaphoreConfig.Lease's default.
+const LeaseDefault = 30 * time.Second
+
+// releaseTimeout bounds the Redis call of a Release made while the
+// semaphore is not running.
+const releaseTimeout = time.Second
+
+// RedisSemaphoreConfig configures a RedisSemaphore.
+type RedisSemaphoreConfig struct {
+	// Client is the Redis connection; required.
+	Client redis.UniversalClient
+	// Prefix goes in front of every key, as "fairq:" does; the slots of
+	// key k are then the sorted set "sem:" + Prefix + k.
+	Prefix string
+	// Lease is how long a slot stays taken without renewal: a holder that
+	// crashed gives its slots back within one Lease. Zero uses
+	// LeaseDefault.
+	Lease time.Duration
+	// RenewEvery is how often the held slots are renewed, in one round
+	// trip; zero uses Lease/3. It must be shorter than Lease.
+	RenewEvery time.Duration
+	// Logger receives a line when renewals or releases start failing and
+	// when they work again; nil discards.
+	Logger *slog.Logger
+}
+
+func (c RedisSemaphoreConfig) withDefaults() RedisSemaphoreConfig {
+	c.Lease = cmp.Or(c.Lease, LeaseDefault)
+	c.RenewEvery = cmp.Or(c.RenewEvery, c.Lease/3)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	return c
+}
+
+func (c RedisSemaphoreConfig) validate() error {
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("Client is required"))
+	}
+	if c.Lease < time.Millisecond {
+		errs = append(errs, fmt.Errorf("lease %v is shorter than a millisecond", c.Lease))
+	}
+	if c.RenewEvery <= 0 || c.RenewEvery >= c.Lease {
+		errs = append(errs, fmt.Errorf("renewal interval %v must be positive and shorter than the lease %v", c.RenewEvery, c.Lease))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("throttle: RedisSemaphoreConfig: %w", err)
+	}
+	return nil
+}
+
+// RedisSemaphore is a Semaphore held fleet-wide in Redis. The slots of a
+// key are a sorted set of leases, lease id → expiry on Redis's clock; a
+// TryAcquire is one round trip running one Lua script that drops the
+// expired leases and adds one if fewer than the limit are left.
+//
+// Between Start and Stop a goroutine renews every lease this process
+// holds, every RenewEvery in one round trip (one script call per key,
+// pipelined), and removes released leases in batches; a process that dies
+// stops renewing, so its slots come back within one Lease. A renewal puts
+// back a lease that vanished (Redis restarted, or it could not be reached
+// for longer than a Lease) since its holder still runs; renewals and
+// removals are made by that one goroutine in order, so a released lease is
+// never put back. Release does not wait for Redis: the slot is removed
+// from Redis at once by the goroutine, and if that fails it is tried again
+// at the next renewal, and expires in any case within a Lease.
+//
+// If a TryAcquire's reply is lost (a timeout), the lease may have been
+// taken without this process knowing: it is not renewed and expires within
+// a Lease.
+type RedisSemaphore struct {
+	cfg   RedisSemaphoreConfig
+	owner string // prefix of this process's lease ids
+	seq   atomic.Uint64
+
+	mu      sync.Mutex
+	held    map[lease]struct{}
+	pending []pendingRelease
+	running bool
+	failing bool // the latest renewal or release failed
+
+	wake chan struct{} // size 1: pending releases wait
+	stop chan struct{} // closed by Stop
+	done chan struct{} // closed when the goroutine ends
+
+	lifecycle sync.Mutex
+	started   bool
+	stopOnce  sync.Once
+}
+
+// lease is one slot held by this process.
+type lease struct {
+	key string // the Redis key
+	id  string
+}
+
+// pendingRelease is a lease released and not yet removed from Redis.
+type pendingRelease struct {
+	lease
+	at time.Time
+}
+
+var _ Semaphore = (*RedisSemaphore)(nil)
+
+// NewRedisSemaphore returns a RedisSemaphore; call Start before using it
+// so that leases are renewed.
+func NewRedisSemaphore(cfg RedisSemaphoreConfig) (*RedisSemaphore, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return &RedisSemaphore{
+		cfg:   cfg,
+		owner: hex.EncodeToString(b[:]),
+		held:  make(map[lease]struct{}),
+		wake:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}, nil
+}
+
+// acquireScript: KEYS[1] the sorted set; ARGV limit, lease ms, lease id.
+// It returns 1 when the lease was added, 0 when the slots are all taken.
+var acquireScript = redis.NewScript(`
+redis.replicate_commands()
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
+// renewScript: KEYS[1] the sorted set; ARGV lease ms, then the lease ids.
+// Every lease given gets a full lease from now, put back if it vanished;
+// the set then lives as long as its longest lease.
+var renewScript = redis.NewScript(`
+redis.replicate_commands()
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local exp = now + tonumber(ARGV[1])
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], exp, ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return #ARGV - 1
+`)
+
+// TryAcquire implements Semaphore.
+func (s *RedisSemaphore) TryAcquire(ctx context.Context, key string, limit int) (Permit, bool, error) {
+	if limit <= 0 {
+		return newPermit(func() {}), true, nil
+	}
+	l := lease{key: redisSemaphoreKey(s.cfg.Prefix, key), id: s.owner + "-" + strconv.FormatUint(s.seq.Add(1), 36)}
+	n, err := acquireScript.Run(ctx, s.cfg.Client, []string{l.key}, limit, s.cfg.Lease.Milliseconds(), l.id).Int()
+	if err != nil {
+		return Permit{}, false, fmt.Errorf("semaphore %q: %w", key, err)
+	}
+	if n != 1 {
+		return Permit{}, false, nil
+	}
+	s.mu.Lock()
+	s.held[l] = struct{}{}
+	s.mu.Unlock()
+	return newPermit(func() { s.release(l) }), true, nil
+}
+
+// Held returns the number of leases this process holds.
+func (s *RedisSemaphore) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held)
+}
+
+// release gives a lease back: the goroutine removes it from Redis, or,
+// when it does not run, this call does.
+func (s *RedisSemaphore) release(l lease) {
+	s.mu.Lock()
+	delete(s.held, l)
+	if s.running {
+		s.pending = append(s.pending, pendingRelease{lease: l, at: time.Now()})
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := s.cfg.Client.ZRem(ctx, l.key, l.id).Err(); err != nil {
+		s.cfg.Logger.Warn("semaphore lease not released; it expires within its lease", "err", err, "lease", s.cfg.Lease)
+	}
+}
+
+// Start starts renewing held leases. Cancelling ctx abandons the
+// semaphore as a crash would: renewals stop, nothing is released, and the
+// leases expire within one Lease; Stop then only waits.
+func (s *RedisSemaphore) Start(ctx context.Context) error {
+	s.lifecycle.Lock()
+	defer s.lifecycle.Unlock()
+	if s.started {
+		return errors.New("throttle: semaphore already started")
+	}
+	s.started = true
+	s.mu.Lock()
+	s.running = true
+	s.mu.Unlock()
+	go s.run(ctx)
+	return nil
+}
+
+// Stop releases the leases still held, waits for the pending releases to
+// reach Redis (or for ctx to end) and stops renewing. It is idempotent;
+// Stop before Start does nothing.
+func (s *RedisSemaphore) Stop(ctx context.Context) error {
+	s.lifecycle.Lock()
+	started := s.started
+	s.lifecycle.Unlock()
+	if !started {
+		return nil
+	}
+	s.stopOnce.Do(func() { close(s.stop) })
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run renews and releases until Stop or the end of ctx.
+func (s *RedisSemaphore) run(ctx context.Context) {
+	defer close(s.done)
+	defer func() {
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+	}()
+	t := time.NewTicker(s.cfg.RenewEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.stop:
+			s.mu.Lock()
+			for l := range s.held {
+				s.pending = append(s.pending, pendingRelease{lease: l, at: time.Now()})
+			}
+			clear(s.held)
+			s.mu.Unlock()
+			s.flush(ctx, true)
+			return
+		case <-s.wake:
+			s.flush(ctx, false)
+		case <-t.C:
+			s.flush(ctx, false)
+			s.renew(ctx)
+		}
+	}
+}
+
+// flush removes the released leases from Redis in one round trip. Those
+// it could not remove are kept for the next try while they could still be
+// alive, unless final.
+func (s *RedisSemaphore) flush(ctx context.Context, final bool) {
+	s.mu.Lock()
+	batch := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	byKey := make(map[string][]any)
+	for _, r := range batch {
+		byKey[r.key] = append(byKey[r.key], r.id)
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.RenewEvery)
+	defer cancel()
+	_, err := s.cfg.Client.Pipelined(cctx, func(p redis.Pipeliner) error {
+		for k, ids := range byKey {
+			p.ZRem(cctx, k, ids...)
+		}
+		return nil
+	})
+	s.health("release", err)
+	if err == nil || final {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	for _, r := range batch {
+		if now.Sub(r.at) < s.cfg.Lease {
+			s.pending = append(s.pending, r)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// renew gives every held lease a full Lease from now, in one round trip.
+func (s *RedisSemaphore) renew(ctx context.Context) {
+	s.mu.Lock()
+	byKey := make(map[string][]any)
+	for l := range s.held {
+		byKey[l.key] = append(byKey[l.key], l.id)
+	}
+	s.mu.Unlock()
+	if len(byKey) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.RenewEvery)
+	defer cancel()
+	ms := s.cfg.Lease.Milliseconds()
+	_, err := s.cfg.Client.Pipelined(cctx, func(p redis.Pipeliner) error {
+		for k, ids := range byKey {
+			renewScript.Eval(cctx, p, []string{k}, append([]any{ms}, ids...)...)
+		}
+		return nil
+	})
+	s.health("renew", err)
+}
+
+// health logs the first failure of a streak and the first success after.
+func (s *RedisSemaphore) health(op string, err error) {
+	s.mu.Lock()
+	was := s.failing
+	s.failing = err != nil
+	s.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		s.cfg.Logger.Warn("semaphore leases cannot reach redis; they expire unless renewed in time",
+			"op", op, "lease", s.cfg.Lease, "err", err)
+	case err == nil && was:
+		s.cfg.Logger.Info("semaphore leases reach redis again")
+	}
+}
