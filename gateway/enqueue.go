@@ -317,11 +317,11 @@ type pendingSend struct {
 }
 
 // submit picks the tenant's queue and hands the message to the batcher.
+// Stop waits for a submit under way, so that its message is flushed.
 func (s *Server) submit(t tenant.Tenant, item sendItem) pendingSend {
-	s.mu.Lock()
-	stopped := s.stopped || !s.started
-	s.mu.Unlock()
-	if stopped {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.stopped || !s.started {
 		return pendingSend{q: -1, err: ErrStopped}
 	}
 	q := s.cfg.Picker.Pick(t.ID)

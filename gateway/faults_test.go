@@ -1,11 +1,17 @@
 package gateway_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/gateway/gatewaytest"
 )
 
 func TestSendFaults(t *testing.T) {
@@ -48,5 +54,107 @@ func TestSendFaults(t *testing.T) {
 				t.Errorf("picker corrections (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSendTimeout: a send that does not answer is cut at SendTimeout,
+// tried again, and answered 503 when no attempt answers.
+func TestSendTimeout(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(c *gateway.Config) { c.SendTimeout = 20 * time.Millisecond })
+	f.flaky.FailSends(2, nil)
+	if w := f.do(t, request{key: acmeKey, body: `{"body":"x"}`}); w.Code != http.StatusAccepted {
+		t.Fatalf("two stalls then an answer: %d %s", w.Code, w.Body)
+	}
+	f.flaky.FailSends(-1, nil)
+	w := f.do(t, request{key: acmeKey, body: `{"body":"x"}`})
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("stalled service: %d %s", w.Code, w.Body)
+	}
+	if n := f.depth(t); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+}
+
+// signalPicker tells when a message was picked for a queue.
+type signalPicker struct {
+	*gatewaytest.RoundRobin
+	picked chan struct{}
+}
+
+func (p signalPicker) Pick(tenant string) int {
+	defer func() { p.picked <- struct{}{} }()
+	return p.RoundRobin.Pick(tenant)
+}
+
+// TestStopFlushesPending: a message waiting for company in the batcher when
+// the gateway stops is sent, and its client answered 202.
+func TestStopFlushesPending(t *testing.T) {
+	t.Parallel()
+	picker := signalPicker{gatewaytest.NewRoundRobin(4), make(chan struct{}, 1)}
+	f := setup(t, func(c *gateway.Config) { c.BatchWindow = time.Hour; c.Picker = picker })
+	answer := make(chan int)
+	go func() { answer <- f.do(t, request{key: acmeKey, body: `{"body":"x"}`}).Code }()
+	<-picker.picked
+	if err := f.srv.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-answer; code != http.StatusAccepted {
+		t.Fatalf("pending message at Stop: %d", code)
+	}
+	if n := f.depth(t); n != 1 {
+		t.Errorf("%d messages after Stop, want 1", n)
+	}
+}
+
+// TestOutageOnFauxqs: clients sending while SQS fails get 503s, and every
+// message answered 202 is on the queues afterwards, none other.
+func TestOutageOnFauxqs(t *testing.T) {
+	t.Parallel()
+	fl := newFleet(t, 2, testTenants())
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		ids     = map[string]bool{}
+		refused int
+	)
+	send := func(phase string, n int) {
+		for i := range n {
+			wg.Go(func() {
+				w := fl.post(i%2, acmeKey, `{"body":"`+phase+`"}`, nil)
+				mu.Lock()
+				defer mu.Unlock()
+				switch w.Code {
+				case http.StatusAccepted:
+					ids[decode[accepted](t, w).ID] = true
+				case http.StatusServiceUnavailable:
+					if w.Header().Get("Retry-After") == "" {
+						t.Errorf("503 without Retry-After")
+					}
+					refused++
+				default:
+					t.Errorf("%s: %d %s", phase, w.Code, w.Body)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	send("before", 20)
+	fl.flaky.FailSends(-1, errors.New("api error ServiceUnavailable: Service Unavailable"))
+	send("during", 20)
+	fl.flaky.FailSends(0, nil)
+	send("after", 20)
+	if len(ids) != 40 || refused != 20 {
+		t.Errorf("%d accepted and %d refused, want 40 and 20", len(ids), refused)
+	}
+	got := map[string]bool{}
+	for _, m := range fl.drain(t) {
+		got[m.ID] = true
+		if m.Body == "during" {
+			t.Errorf("a message sent during the outage is on a queue")
+		}
+	}
+	if diff := cmp.Diff(ids, got); diff != "" {
+		t.Errorf("messages on the queues differ from those accepted (-accepted +on queues):\n%s", diff)
 	}
 }

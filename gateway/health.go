@@ -23,9 +23,9 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 // and the backend answered a Depth of the first live queue within the
 // last ReadyCache.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
+	s.mu.RLock()
 	up := s.started && !s.stopped
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	if !up {
 		s.writeError(w, r, ErrStopped)
 		return

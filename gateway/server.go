@@ -218,7 +218,7 @@ type Server struct {
 	backlog *dependency
 	idem    idempotency
 
-	mu      sync.Mutex
+	mu      sync.RWMutex // held for reading while a message is handed to the batcher
 	started bool
 	stopped bool
 	cancel  context.CancelFunc // of the reconcile loop

@@ -14,7 +14,7 @@ type Flaky struct {
 
 	mu        sync.Mutex
 	sendFails int   // Send calls still to fail; < 0 fails all
-	sendErr   error // what they fail with
+	sendErr   error // what they fail with; nil stalls them until their ctx ends
 	depthErr  error
 	sends     int // Send calls made
 	messages  int // entries passed on to the backend
@@ -26,7 +26,9 @@ var _ queue.Backend = (*Flaky)(nil)
 func NewFlaky(b queue.Backend) *Flaky { return &Flaky{Backend: b} }
 
 // FailSends makes the next n Send calls fail with err without reaching the
-// backend; n < 0 fails every call until FailSends(0, nil).
+// backend; n < 0 fails every call until FailSends(0, nil). A nil err makes
+// them stall until their context ends, as a request to an unresponsive
+// service does, and fail with the context's error.
 func (f *Flaky) FailSends(n int, err error) {
 	f.mu.Lock()
 	f.sendFails, f.sendErr = n, err
@@ -58,6 +60,10 @@ func (f *Flaky) Send(ctx context.Context, q string, entries []queue.Entry) ([]qu
 		}
 		err := f.sendErr
 		f.mu.Unlock()
+		if err == nil {
+			<-ctx.Done()
+			err = ctx.Err()
+		}
 		return nil, err
 	}
 	f.messages += len(entries)
