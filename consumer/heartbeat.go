@@ -18,6 +18,7 @@ type inflight struct {
 	id       string
 	received time.Time
 	until    time.Time // when its visibility ends, as far as the worker knows
+	stopAt   time.Time // its job's inactivity deadline: no extension after it; zero before dispatch
 
 	beating bool // a heartbeat call for it is under way
 	lost    bool // an extension failed for good: the receipt handle is no longer valid
@@ -28,7 +29,8 @@ type inflight struct {
 // ChangeVisibility batches of up to ten per queue, every held message whose
 // visibility has less than VisibilityTimeout-interval/2 left, to
 // VisibilityTimeout from now, never past 12 hours after its receive (SQS's
-// limit). A job shorter than about interval/2 costs no heartbeat.
+// limit), and not once its job is past its inactivity timeout. A job
+// shorter than about interval/2 costs no heartbeat.
 //
 // A failed extension is retried at the next beat while the message is
 // still invisible; one that fails because the receipt handle is no longer
@@ -66,6 +68,16 @@ func (h *heartbeat) add(f *inflight) {
 	n := len(h.set)
 	h.mu.Unlock()
 	h.metrics.inFlight.Set(float64(n))
+}
+
+// dispatched records that f's job started and ends at deadline: the
+// heartbeat does not extend f past it (DESIGN.md §6: the watchdog stops at
+// inactivity_timeout), so that a handler that does not return at its
+// deadline does not hold the message for ever.
+func (h *heartbeat) dispatched(f *inflight, deadline time.Time) {
+	h.mu.Lock()
+	f.stopAt = deadline
+	h.mu.Unlock()
 }
 
 // remove stops watching f. If a beat is extending f, remove waits for it,
@@ -121,7 +133,7 @@ func (h *heartbeat) beat(ctx context.Context) {
 	due := make(map[string][]extension)
 	h.mu.Lock()
 	for f := range h.set {
-		if f.lost || f.until.Sub(now) > h.vt-h.interval/2 {
+		if f.lost || f.until.Sub(now) > h.vt-h.interval/2 || !f.stopAt.IsZero() && now.After(f.stopAt) {
 			continue
 		}
 		target := now.Add(h.vt)

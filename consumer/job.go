@@ -99,17 +99,19 @@ func (j *job) run() {
 		j.drop(v.Reason)
 		return
 	}
-	j.dispatch(now, age, v.Done)
+	j.dispatch(age, v.Done)
 }
 
 // dispatch runs the handler and applies its outcome.
-func (j *job) dispatch(start time.Time, age time.Duration, done func()) {
+func (j *job) dispatch(age time.Duration, done func()) {
 	w, d := j.w, j.d
 	if d.attempts() <= 1 {
 		w.metrics.ageFirst.Observe(age.Seconds())
 	}
 	w.metrics.ageProcessing.Observe(age.Seconds())
 
+	start := w.cfg.NowFunc()
+	w.hb.dispatched(j.f, start.Add(w.cfg.InactivityTimeout))
 	hctx, cancel := context.WithTimeoutCause(j.ctx, w.cfg.InactivityTimeout, ErrNoResponse)
 	err := w.cfg.Handler.Handle(hctx, &d.msg)
 	cancel()

@@ -98,6 +98,34 @@ func TestHeartbeat(t *testing.T) {
 	}
 }
 
+// TestHeartbeatStopsAtInactivityTimeout: a handler that ignores its
+// deadline does not keep its message for ever: the heartbeat stops at the
+// inactivity timeout and the message is delivered again.
+func TestHeartbeatStopsAtInactivityTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		send(t, b, names.Live[0], msg{tenant: "acme"})
+		h, seen := recorder(func(n int, _ *consumer.Message) error {
+			if n == 1 {
+				time.Sleep(20 * time.Second) // ignores its context
+			}
+			return nil
+		})
+		start(t, consumer.Config{
+			Backend: b, Names: names, Handler: h,
+			VisibilityTimeout: 2 * time.Second, InactivityTimeout: 5 * time.Second,
+		})
+		first := recv(t, seen, time.Minute, "delivery")
+		second := recv(t, seen, time.Minute, "second delivery")
+		if gap := second.at.Sub(first.at); gap < 5*time.Second || gap > 7*time.Second {
+			t.Errorf("delivered again %v after the first, want after the 5 s inactivity timeout and within the 2 s visibility", gap)
+		}
+		if second.count != 2 {
+			t.Errorf("second delivery has receive count %d, want 2", second.count)
+		}
+	})
+}
+
 // TestKilledMidJob: a worker that dies mid-job leaves its message to come
 // back after the visibility timeout, to another worker.
 func TestKilledMidJob(t *testing.T) {
