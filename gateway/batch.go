@@ -69,6 +69,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	for _, res := range results {
 		if res.Status >= 400 {
 			s.m.rejected.WithLabelValues(s.m.labels.of(t.ID), string(res.Code)).Inc()
+			s.stats.rejected(t.ID, 1)
 		}
 		retry = max(retry, res.RetryAfter)
 	}

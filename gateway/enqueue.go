@@ -121,6 +121,7 @@ func (s *Server) enqueueRequest(w http.ResponseWriter, r *http.Request, t tenant
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, t tenant.Tenant, err error) {
 	_, e := problemOf(err)
 	s.m.rejected.WithLabelValues(s.m.labels.of(t.ID), string(e.Code)).Inc()
+	s.stats.rejected(t.ID, 1)
 	s.writeError(w, r, err)
 }
 
@@ -359,6 +360,7 @@ func (s *Server) await(ctx context.Context, t tenant.Tenant, p pendingSend) (acc
 		return accepted{}, err
 	}
 	s.m.admitted.WithLabelValues(s.m.labels.of(t.ID)).Inc()
+	s.stats.admitted(t.ID, 1)
 	return accepted{
 		ID:         res.messageID,
 		Tenant:     t.ID,

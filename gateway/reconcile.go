@@ -15,7 +15,6 @@ type reconciler interface {
 // the queues every ReconcileEvery: the larger of the last two readings,
 // since SQS's approximate counts lag behind sends.
 func (s *Server) reconcileLoop(ctx context.Context, rec reconciler) {
-	defer close(s.done)
 	t := time.NewTicker(s.cfg.ReconcileEvery)
 	defer t.Stop()
 	prev := int64(-1)

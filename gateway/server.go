@@ -69,6 +69,12 @@ type Config struct {
 	// Limiter admits each tenant's messages at its ingest_rate and
 	// ingest_burst; nil uses a throttle.LocalLimiter.
 	Limiter Limiter
+	// Redriver, when set, serves POST /admin/v1/dlq/redrive; without it
+	// that route answers 503.
+	Redriver Redriver
+	// AdminTokenSHA256 is the sha256 (64 hex digits) of the bearer token
+	// of the /admin API; empty turns /admin off (404).
+	AdminTokenSHA256 string
 	// Backlog, when set, counts accepted messages and slows then stops a
 	// tenant whose backlog passes soft_backlog, then max_backlog. If it
 	// also has Reconcile(ctx, total int64) error (backlog.Counter does),
@@ -213,16 +219,19 @@ type Server struct {
 	batcher *Batcher[sendItem, sendResult]
 	// longest is the longest live queue name, for sizing fairq-meta before
 	// the queue is picked.
-	longest string
-	ready   readiness
-	backlog *dependency
-	idem    idempotency
+	longest   string
+	ready     readiness
+	backlog   *dependency
+	idem      idempotency
+	stats     *stats
+	admin     bool
+	adminHash [32]byte
 
 	mu      sync.RWMutex // held for reading while a message is handed to the batcher
 	started bool
 	stopped bool
-	cancel  context.CancelFunc // of the reconcile loop
-	done    chan struct{}      // closed when it returns
+	cancel  context.CancelFunc // of the background loops
+	loops   sync.WaitGroup
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -253,6 +262,13 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.AdminTokenSHA256 != "" {
+		if s.adminHash, err = parseAdminToken(cfg.AdminTokenSHA256); err != nil {
+			return nil, err
+		}
+		s.admin = true
+	}
+	s.stats = &stats{redis: cfg.Redis, prefix: cfg.RedisPrefix, log: s.log}
 	s.backlog = s.newDependency("backlog")
 	s.idem = idempotency{
 		local:  newMemIdem(cfg.Now, cfg.MaxLocalIdempotencyKeys),
@@ -285,6 +301,10 @@ func (s *Server) routes() chi.Router {
 	}
 	r.Post("/v1/messages", s.handleEnqueue)
 	r.Post("/v1/messages/batch", s.handleBatch)
+	r.Get("/v1/tenant", s.handleTenant)
+	if s.admin {
+		r.Route("/admin/v1", s.adminRoutes)
+	}
 	return r
 }
 
@@ -303,10 +323,13 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.batcher.Start(ctx); err != nil {
 		return err
 	}
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
 	if rec, ok := s.cfg.Backlog.(reconciler); ok && s.cfg.ReconcileEvery > 0 {
-		loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		s.cancel, s.done = cancel, make(chan struct{})
-		go s.reconcileLoop(loopCtx, rec)
+		s.loops.Go(func() { s.reconcileLoop(loopCtx, rec) })
+	}
+	if s.stats.redis != nil {
+		s.loops.Go(func() { s.stats.run(loopCtx) })
 	}
 	return nil
 }
@@ -318,12 +341,17 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopped = true
-	cancel, done := s.cancel, s.done
+	cancel := s.cancel
 	s.cancel = nil
 	s.mu.Unlock()
-	err := s.batcher.Stop(ctx)
+	err := s.batcher.Stop(ctx) // first: flushing counts to Redis comes after the last sends
 	if cancel != nil {
 		cancel()
+		done := make(chan struct{})
+		go func() {
+			s.loops.Wait()
+			close(done)
+		}()
 		select {
 		case <-done:
 		case <-ctx.Done():

@@ -248,3 +248,12 @@ func grep(s, sub string) string {
 
 // receiveAll receives up to a batch of visible messages.
 var receiveAll = queue.ReceiveOptions{Max: 10}
+
+func decodeString[T any](t testing.TB, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("not the JSON expected: %v\n%s", err, s)
+	}
+	return v
+}

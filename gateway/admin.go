@@ -1,0 +1,324 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/tenant"
+)
+
+// maxAdminBody caps the body of an admin request.
+const maxAdminBody = 64 << 10
+
+// parseAdminToken decodes the configured sha256 of the admin token: 64 hex
+// digits, optionally after "sha256:".
+func parseAdminToken(s string) ([32]byte, error) {
+	var h [32]byte
+	s = strings.TrimPrefix(s, "sha256:")
+	if len(s) != 64 {
+		return h, errors.New("gateway: AdminTokenSHA256 must be 64 hex digits")
+	}
+	if _, err := hex.Decode(h[:], []byte(strings.ToLower(s))); err != nil {
+		return h, errors.New("gateway: AdminTokenSHA256 must be 64 hex digits")
+	}
+	return h, nil
+}
+
+// adminOnly lets through requests bearing the admin token: no token is
+// 401 unauthorized, any other token (a tenant's key included) 403
+// forbidden. The token's hash is compared in constant time.
+func (s *Server) adminOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := bearer(r)
+		if !ok {
+			s.writeError(w, r, &Error{Code: CodeUnauthorized, Detail: "missing admin token: send Authorization: Bearer <token>"})
+			return
+		}
+		sum := sha256.Sum256([]byte(tok))
+		if subtle.ConstantTimeCompare(sum[:], s.adminHash[:]) != 1 {
+			s.writeError(w, r, &Error{Code: CodeForbidden, Detail: "this token does not give access to the admin API"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitsJSON are a tenant's limits as the API shows and takes them: the
+// keys of the configuration file.
+type limitsJSON struct {
+	IngestRate   *float64 `json:"ingest_rate,omitempty"`
+	IngestBurst  *int     `json:"ingest_burst,omitempty"`
+	ProcessRate  *float64 `json:"process_rate,omitempty"`
+	ProcessBurst *int     `json:"process_burst,omitempty"`
+	Concurrency  *int     `json:"concurrency,omitempty"`
+	SoftBacklog  *int     `json:"soft_backlog,omitempty"`
+	MaxBacklog   *int     `json:"max_backlog,omitempty"`
+}
+
+var limitFields = []string{"ingest_rate", "ingest_burst", "process_rate", "process_burst", "concurrency", "soft_backlog", "max_backlog"}
+
+type keyJSON struct {
+	KeyID     string `json:"key_id"`
+	CreatedAt string `json:"created_at,omitempty"`
+}
+
+// tenantJSON is a tenant as the admin API shows it.
+type tenantJSON struct {
+	ID        string     `json:"id"`
+	Limits    limitsJSON `json:"limits"`    // resolved over the defaults
+	Overrides limitsJSON `json:"overrides"` // set by the tenant itself
+	Keys      []keyJSON  `json:"keys"`
+	Source    string     `json:"source"` // "config" or "admin"
+}
+
+func tenantOf(t tenant.Tenant) tenantJSON {
+	out := tenantJSON{
+		ID:        t.ID,
+		Limits:    limitsJSON(t.Limits.Limits()),
+		Overrides: limitsJSON(t.Overrides),
+		Keys:      make([]keyJSON, 0, len(t.Keys)),
+		Source:    "admin",
+	}
+	if t.FromConfig {
+		out.Source = "config"
+	}
+	for _, k := range t.Keys {
+		kj := keyJSON{KeyID: k.ID}
+		if !k.CreatedAt.IsZero() {
+			kj.CreatedAt = formatTime(k.CreatedAt)
+		}
+		out.Keys = append(out.Keys, kj)
+	}
+	return out
+}
+
+// adminRoutes mounts the admin API.
+func (s *Server) adminRoutes(r chi.Router) {
+	r.Use(s.adminOnly)
+	r.Get("/tenants", s.handleListTenants)
+	r.Get("/tenants/{id}", s.handleGetTenant)
+	r.Put("/tenants/{id}", s.handlePutTenant)
+	r.Delete("/tenants/{id}", s.handleDeleteTenant)
+	r.Post("/tenants/{id}/keys", s.handleIssueKey)
+	r.Delete("/tenants/{id}/keys/{key_id}", s.handleRevokeKey)
+	r.Get("/queues", s.handleQueues)
+	r.Post("/dlq/redrive", s.handleRedrive)
+}
+
+func (s *Server) handleListTenants(w http.ResponseWriter, r *http.Request) {
+	list := s.cfg.Tenants.List()
+	out := make([]tenantJSON, len(list))
+	for i, t := range list {
+		out[i] = tenantOf(t)
+	}
+	writeJSON(w, http.StatusOK, map[string][]tenantJSON{"tenants": out})
+}
+
+func (s *Server) handleGetTenant(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	t, ok := s.cfg.Tenants.Get(id)
+	if !ok {
+		s.writeError(w, r, errorf(CodeNotFound, "no tenant %s", quoteName(id)))
+		return
+	}
+	writeJSON(w, http.StatusOK, tenantOf(t))
+}
+
+// handlePutTenant sets a tenant's own limits, creating it if need be: the
+// body holds the limits of the configuration file's keys; a limit left out
+// (or null) follows the defaults.
+func (s *Server) handlePutTenant(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	l, err := decodeLimits(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, created, err := s.cfg.Tenants.Put(r.Context(), id, config.Limits(l))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	s.log.InfoContext(r.Context(), "tenant set through the admin API", "tenant", id, "created", created, "request_id", requestID(r.Context()))
+	writeJSON(w, status, tenantOf(t))
+}
+
+func decodeLimits(w http.ResponseWriter, r *http.Request) (limitsJSON, error) {
+	var l limitsJSON
+	if err := checkJSONContent(r); err != nil {
+		return l, err
+	}
+	data, err := readBody(w, r, maxAdminBody)
+	if err != nil {
+		return l, err
+	}
+	fields, err := decodeObject(data, "request body")
+	if err != nil {
+		return l, err
+	}
+	for name := range fields {
+		if !slices.Contains(limitFields, name) {
+			return l, errorf(CodeInvalidRequest, "unknown field %s (limits are %s)", quoteName(name), strings.Join(limitFields, ", "))
+		}
+	}
+	if err := json.Unmarshal(data, &l); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			want := "number"
+			if strings.Contains(typ.Type.String(), "int") {
+				want = "whole number"
+			}
+			return l, errorf(CodeInvalidRequest, "%s must be a %s or null", typ.Field, want)
+		}
+		return l, jsonError(err, "request body")
+	}
+	return l, nil
+}
+
+func (s *Server) handleDeleteTenant(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := s.cfg.Tenants.Delete(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "tenant deleted through the admin API", "tenant", id, "request_id", requestID(r.Context()))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleIssueKey makes a new API key for a tenant and shows it this once.
+func (s *Server) handleIssueKey(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	kid, key, err := s.cfg.Tenants.IssueKey(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "API key issued", "tenant", id, "key_id", kid, "request_id", requestID(r.Context()))
+	writeJSON(w, http.StatusCreated, map[string]string{"key_id": kid, "key": key})
+}
+
+func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
+	id, kid := chi.URLParam(r, "id"), chi.URLParam(r, "key_id")
+	if err := s.cfg.Tenants.RevokeKey(r.Context(), id, kid); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "API key revoked", "tenant", id, "key_id", kid, "request_id", requestID(r.Context()))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type queueJSON struct {
+	Name       string `json:"name"`
+	Role       string `json:"role"` // live, overflow, backlog, dlq
+	Visible    int    `json:"visible"`
+	NotVisible int    `json:"not_visible"`
+	Delayed    int    `json:"delayed"`
+	Error      string `json:"error,omitempty"`
+}
+
+// handleQueues shows the depth of every queue; a queue whose depth cannot
+// be read says so and makes the answer 503.
+func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
+	n := s.cfg.Names
+	var qs []queueJSON
+	for _, name := range n.Live {
+		qs = append(qs, queueJSON{Name: name, Role: "live"})
+	}
+	for _, q := range []queueJSON{{Name: n.Overflow, Role: "overflow"}, {Name: n.Backlog, Role: "backlog"}, {Name: n.DLQ, Role: "dlq"}} {
+		if q.Name != "" {
+			qs = append(qs, q)
+		}
+	}
+	status := http.StatusOK
+	for i := range qs {
+		d, err := s.cfg.Backend.Depth(r.Context(), qs[i].Name)
+		if err != nil {
+			qs[i].Error = "depth unavailable"
+			status = http.StatusServiceUnavailable
+			s.log.WarnContext(r.Context(), "queue depth unreadable", "queue", qs[i].Name, "err", err)
+			continue
+		}
+		qs[i].Visible, qs[i].NotVisible, qs[i].Delayed = d.Visible, d.NotVisible, d.Delayed
+	}
+	writeJSON(w, status, map[string][]queueJSON{"queues": qs})
+}
+
+type redriveRequest struct {
+	Tenant string `json:"tenant"`
+	Max    int    `json:"max"`
+}
+
+// handleRedrive moves dead letters back to the live queues, all of them or
+// a tenant's, at most max (0: all). Without a Redriver it answers 503.
+func (s *Server) handleRedrive(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Redriver == nil {
+		s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: "redrive is not configured on this gateway; run `fairq dlq redrive`"})
+		return
+	}
+	var req redriveRequest
+	if r.ContentLength != 0 {
+		if err := checkJSONContent(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		data, err := readBody(w, r, maxAdminBody)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if len(strings.TrimSpace(string(data))) > 0 {
+			if err := decodeRedrive(data, &req); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+	}
+	start := time.Now()
+	moved, err := s.cfg.Redriver.Redrive(r.Context(), req.Tenant, req.Max)
+	if err != nil {
+		s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: fmt.Sprintf("redrive stopped after moving %d: retry", moved), RetryAfter: time.Second, Err: err})
+		return
+	}
+	s.log.InfoContext(r.Context(), "dead letters redriven", "tenant", req.Tenant, "moved", moved, "took", time.Since(start), "request_id", requestID(r.Context()))
+	writeJSON(w, http.StatusOK, map[string]int{"moved": moved})
+}
+
+func decodeRedrive(data []byte, req *redriveRequest) error {
+	fields, err := decodeObject(data, "request body")
+	if err != nil {
+		return err
+	}
+	for name, raw := range fields {
+		switch name {
+		case "tenant":
+			if !isJSONNull(raw) && (!isJSONString(raw) || json.Unmarshal(raw, &req.Tenant) != nil) {
+				return errorf(CodeInvalidRequest, "tenant must be a string")
+			}
+			if req.Tenant != "" && !tenant.ValidID(req.Tenant) {
+				return errorf(CodeInvalidRequest, "tenant %s is not a tenant id", quoteName(req.Tenant))
+			}
+		case "max":
+			if !isJSONNull(raw) && (json.Unmarshal(raw, &req.Max) != nil || req.Max < 0) {
+				return errorf(CodeInvalidRequest, "max must be a whole number, 0 or more (0: all)")
+			}
+		default:
+			return errorf(CodeInvalidRequest, "unknown field %s", quoteName(name))
+		}
+	}
+	return nil
+}
