@@ -137,7 +137,6 @@ func TestKilledMidJob(t *testing.T) {
 				id := send(t, b, names.Live[1], msg{tenant: "acme"})
 				const vt = 2 * time.Second
 				started := make(chan time.Time, 1)
-				ctxA, kill := context.WithCancel(context.Background())
 				a, err := consumer.New(consumer.Config{
 					Backend: b, Names: names, Logger: discard, VisibilityTimeout: vt,
 					Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
@@ -149,11 +148,11 @@ func TestKilledMidJob(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := a.Start(ctxA); err != nil {
+				if err := a.Start(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 				t0 := recv(t, started, 10*time.Second, "job on worker A")
-				kill()
+				a.Kill()
 				<-a.Done()
 				stop(t, a)
 
@@ -170,6 +169,42 @@ func TestKilledMidJob(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStartContext: the context given to Start only carries values:
+// cancelling it (a signal context on SIGTERM) does not cut jobs short;
+// Stop does the shutdown.
+func TestStartContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		send(t, b, names.Live[0], msg{tenant: "acme"})
+		started, finished := make(chan struct{}), make(chan error, 1)
+		w, err := consumer.New(consumer.Config{
+			Backend: b, Names: names, Logger: discard,
+			Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+				close(started)
+				time.Sleep(3 * time.Second)
+				finished <- ctx.Err()
+				return ctx.Err()
+			}),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		cancel()
+		stop(t, w)
+		if err := <-finished; err != nil {
+			t.Errorf("the job's context ended (%v) when Start's did", err)
+		}
+		if n := depth(t, b, names.Live[0]); n != 0 {
+			t.Errorf("%s holds %d messages, want 0", names.Live[0], n)
+		}
+	})
 }
 
 // TestStopMidJob: a graceful stop loses nothing. A job that ends within the

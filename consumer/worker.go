@@ -214,6 +214,7 @@ type Worker struct {
 
 	mu      sync.Mutex
 	started bool
+	kill    context.CancelFunc
 	stopCh  chan context.Context // size 1: the grace of the first Stop
 	done    chan struct{}        // closed when everything has ended
 
@@ -249,10 +250,9 @@ func New(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
-// Start starts receiving. Cancelling ctx abandons the worker as a crash
-// would: receiving stops, running jobs are cancelled and their messages
-// are left to come back after their visibility timeout; Stop then only
-// waits for the goroutines. For a graceful stop, call Stop.
+// Start starts receiving. The worker runs until Stop: ctx only carries
+// values (a signal context ending on SIGTERM does not cut the running jobs
+// short; Stop with a grace period is the way to end it).
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -260,6 +260,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		return ErrStarted
 	}
 	w.started = true
+	// kill abandons the worker as a crash would: receiving stops, running
+	// jobs are cancelled and their messages left to come back after their
+	// visibility timeout. Only tests use it, to play a crash.
+	ctx, w.kill = context.WithCancel(context.WithoutCancel(ctx))
 
 	pollCtx, stopPolling := context.WithCancel(ctx)
 	jobCtx, cancelJobs := context.WithCancelCause(ctx)
@@ -319,6 +323,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.sends.close()
 		w.changes.close()
 		w.deletes.close()
+		w.kill() // releases the contexts
 	}()
 	return nil
 }
@@ -360,8 +365,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 }
 
-// Done returns a channel closed when the worker has stopped, after Stop or
-// after the context given to Start ended.
+// Done returns a channel closed when the worker has stopped.
 func (w *Worker) Done() <-chan struct{} { return w.done }
 
 // deleteBatch is the call of the deletes batcher.

@@ -115,6 +115,7 @@ type Scheduler struct {
 	mu      sync.Mutex
 	started bool
 	cancel  context.CancelFunc
+	killed  atomic.Bool // stopped as by a crash: the lease is left to run out
 	wg      sync.WaitGroup
 }
 
@@ -156,9 +157,7 @@ func New(cfg Config) (*Scheduler, error) {
 // Leader reports whether this process leads.
 func (s *Scheduler) Leader() bool { return s.leader.Load() }
 
-// Start starts electing and firing. Cancelling ctx stops the scheduler as
-// a crash would: the lease is not given up, so another process takes over
-// when it runs out. Stop gives it up at once.
+// Start starts electing and firing, until Stop: ctx only carries values.
 func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,7 +165,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return errors.New("scheduler already started")
 	}
 	s.started = true
-	ctx, s.cancel = context.WithCancel(ctx)
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if s.lease == nil {
 		s.setLeader(true)
 	} else {
@@ -197,7 +196,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.wg.Wait()
 	wasLeader := s.leader.Swap(false)
 	s.leading.Set(0)
-	if s.lease != nil && wasLeader {
+	if s.lease != nil && wasLeader && !s.killed.Load() {
 		if err := s.lease.release(ctx); err != nil {
 			return fmt.Errorf("give up the cron lease: %w", err)
 		}

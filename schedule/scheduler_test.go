@@ -106,10 +106,8 @@ func TestFleet(t *testing.T) {
 	b := newQueue(t)
 	const ttl = time.Second
 	type member struct {
-		s    *schedule.Scheduler
-		reg  *prometheus.Registry
-		kill context.CancelFunc
-		rdb  *redis.Client
+		s   *schedule.Scheduler
+		reg *prometheus.Registry
 	}
 	var fleet []*member
 	for i := range 3 {
@@ -124,13 +122,12 @@ func TestFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, kill := context.WithCancel(context.Background())
-		if err := s.Start(ctx); err != nil {
+		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		m := &member{s, reg, kill, rdb}
+		m := &member{s, reg}
 		fleet = append(fleet, m)
-		t.Cleanup(func() { kill(); m.s.Stop(context.Background()) })
+		t.Cleanup(func() { m.s.Stop(context.Background()) })
 	}
 	leader := func() *member {
 		t.Helper()
@@ -171,8 +168,11 @@ func TestFleet(t *testing.T) {
 	fleet = slices.DeleteFunc(fleet, func(m *member) bool { return m == first })
 	second := leader()
 	time.Sleep(3 * time.Second)
-	second.kill() // crash: its lease runs out
+	second.s.Kill() // crash: its lease runs out
 	second.s.Stop(context.Background())
+	if taken := time.Now(); leader() == nil || time.Since(taken) < ttl/2 {
+		t.Errorf("took over %v after the crash, want about the lease TTL %v", time.Since(taken), ttl)
+	}
 	fleet = slices.DeleteFunc(fleet, func(m *member) bool { return m == second })
 	third := leader()
 	time.Sleep(3 * time.Second)

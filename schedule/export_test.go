@@ -1,0 +1,13 @@
+package schedule
+
+// Kill stops the scheduler as a crash would: it stops firing and leaves
+// its lease to run out. Stop must still be called to wait for it.
+func (s *Scheduler) Kill() {
+	s.killed.Store(true)
+	s.mu.Lock()
+	cancel := s.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
