@@ -286,8 +286,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// routes builds the router. Every route is in api/openapi.json; a test
-// holds the two together.
+// routes builds the router. Every route is in openapi.json; a test holds
+// the two together.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.frame)
@@ -296,6 +296,7 @@ func (s *Server) routes() chi.Router {
 
 	r.Get("/healthz", s.handleHealth)
 	r.Get("/readyz", s.handleReady)
+	r.Get("/openapi.json", s.handleOpenAPI)
 	if s.cfg.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
@@ -307,6 +308,9 @@ func (s *Server) routes() chi.Router {
 	}
 	return r
 }
+
+// Router returns the server's router, to list its routes.
+func (s *Server) Router() chi.Routes { return s.router }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
