@@ -82,9 +82,10 @@
 //
 // Stop(ctx) stops receiving, lets running jobs finish until ctx ends (the
 // grace period), then cancels those left and gives their messages back at
-// visibility 0, flushes pending deletes and returns. Cancelling the context
-// given to Start instead abandons the worker as a crash would: the
-// messages it holds come back after their visibility timeout.
+// visibility 0, flushes pending deletes and returns. The context given to
+// Start only carries values: a signal context ending on SIGTERM does not
+// cut jobs short. A worker that dies (its process killed) leaves the
+// messages it held to come back after their visibility timeout.
 //
 // # Choices where the design is silent
 //

@@ -17,8 +17,8 @@ import (
 // Config.MaxRetries attempts, goes to the dead-letter queue with the error's
 // text.
 //
-// ctx ends at Config.InactivityTimeout, when the worker is stopped past its
-// grace period, or when it is abandoned; a handler must return soon after.
+// ctx ends at Config.InactivityTimeout or when the worker is stopped past
+// its grace period; a handler must return soon after.
 // Standard queues deliver at least once, so a handler must tolerate seeing
 // the same message twice.
 type Handler interface {

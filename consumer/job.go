@@ -21,7 +21,7 @@ type job struct {
 	w   *Worker
 	d   *delivery
 	f   *inflight
-	ctx context.Context // the worker's job context (ends on abandon, or at the end of the grace period)
+	ctx context.Context // the worker's job context (ends when killed, or at the end of the grace period)
 }
 
 // process takes a received message to its outcome. It holds one slot, given
@@ -140,7 +140,7 @@ func (j *job) dispatch(age time.Duration, done func()) {
 	j.fail(err)
 }
 
-// abandoned reports whether the context given to Start ended.
+// abandoned reports whether the worker was killed (see Start).
 func (j *job) abandoned() bool {
 	return j.ctx.Err() != nil && !errors.Is(context.Cause(j.ctx), errReleasing)
 }
