@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -158,7 +160,9 @@ func loadRoleConfig(e env, name string, args []string) (config.Config, error) {
 // then the system stops (worker, gateway batches, tracker, registry) within
 // its grace period.
 func runSystem(ctx context.Context, s *system, handler http.Handler, ready func(net.Addr)) error {
-	if err := s.Start(ctx); err != nil {
+	// The parts run until Stop, not until the signal: their own contexts
+	// must outlive it so that Stop's grace period means something.
+	if err := s.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
 	serveErr := serve(ctx, s.cfg.Listen, handler, s.logger, ready)
@@ -178,7 +182,48 @@ func newAPIKey() string {
 	return "fq_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// runDLQRedrive moves dead letters back to their tenants' shards.
+// runDLQRedrive moves dead letters back to their tenants' shards, each
+// with its attempts reset, and prints the counts.
 func runDLQRedrive(ctx context.Context, e env, args []string) error {
-	return fmt.Errorf("%w: not implemented yet", errUsage)
+	fs := newFlags(e, "dlq redrive")
+	path := fs.String("config", "", "configuration file (YAML)")
+	tenantID := fs.String("tenant", "", "move only this tenant's dead letters")
+	maxN := fs.Int("max", 0, "move at most this many (0: all)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *path == "" {
+		return fmt.Errorf("%w: --config is required", errUsage)
+	}
+	if *maxN < 0 {
+		return fmt.Errorf("%w: --max must not be negative", errUsage)
+	}
+	cfg, err := config.Load(*path, e.getenv)
+	if err != nil {
+		return err
+	}
+	if cfg.Backend != config.BackendSQS {
+		return fmt.Errorf("%w: backend is %q: the memory backend lives inside a running process; use POST /admin/v1/dlq/redrive there", errUsage, cfg.Backend)
+	}
+	logger := newLogger(e, cfg, false)
+	s, err := newSystem(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Stop(context.WithoutCancel(ctx)) }()
+	// One reading of the queue depths, so that each message goes to the
+	// shallowest queue of its tenant's shard.
+	if err := s.tracker.Refresh(ctx); err != nil {
+		logger.Warn("queue depths unknown: picking at random within each shard", "err", err)
+	}
+	r, err := s.redriver()
+	if err != nil {
+		return err
+	}
+	res, err := r.Run(ctx, *tenantID, *maxN)
+	fmt.Fprintf(e.stdout, "moved %d, skipped %d, failed %d\n", res.Moved, res.Skipped, res.Failed)
+	for _, t := range slices.Sorted(maps.Keys(res.ByTenant)) {
+		fmt.Fprintf(e.stdout, "  tenant %q: %d\n", t, res.ByTenant[t])
+	}
+	return err
 }

@@ -13,10 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/schedule"
 	"github.com/fairq/fairq/sharding"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -45,10 +47,12 @@ type system struct {
 	names    queue.Names
 	redis    *redis.Client // nil without Redis
 
-	tenants *tenant.Registry
-	tracker *sharding.Tracker
-	gateway *gateway.Server
-	worker  *consumer.Worker
+	tenants   *tenant.Registry
+	backlog   *backlog.Counter
+	tracker   *sharding.Tracker
+	gateway   *gateway.Server
+	worker    *consumer.Worker
+	scheduler *schedule.Scheduler // nil without worker.cron_file
 
 	// started holds what Start started, in order; Stop stops it in reverse.
 	started []component
@@ -84,7 +88,38 @@ func newSystem(ctx context.Context, cfg config.Config, logger *slog.Logger) (*sy
 	if err != nil {
 		return nil, fmt.Errorf("tenants: %w", err)
 	}
+	s.backlog, err = backlog.New(backlog.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix()})
+	if err != nil {
+		return nil, fmt.Errorf("backlog counters: %w", err)
+	}
+	s.tracker, err = sharding.NewTracker(sharding.Config{
+		Reader:     s.backend,
+		Queues:     s.names.Live,
+		ShardSize:  cfg.Pool.ShardSize,
+		Redis:      s.redis,
+		KeyPrefix:  s.keyPrefix(),
+		Logger:     logger,
+		Registerer: s.registry,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shard tracker: %w", err)
+	}
 	return s, nil
+}
+
+// keyPrefix starts every Redis key of the deployment, so that deployments
+// with different queue prefixes can share one Redis.
+func (s *system) keyPrefix() string { return s.cfg.SQS.QueuePrefix + ":" }
+
+// redriver returns the dead-letter redrive, back to each tenant's shard.
+func (s *system) redriver() (*consumer.Redriver, error) {
+	return consumer.NewRedriver(consumer.RedriveConfig{
+		Backend: s.backend,
+		Names:   s.names,
+		Picker:  s.tracker,
+		Backlog: s.backlog,
+		Logger:  s.logger,
+	})
 }
 
 // redisOrNil returns the Redis client as the interface the packages take,
@@ -101,7 +136,7 @@ func (s *system) redisOrNil() redis.UniversalClient {
 func (s *system) withGateway() error {
 	var limiter gateway.Limiter = throttle.NewLocalLimiter(throttle.LocalConfig{})
 	if s.redis != nil {
-		primary, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: s.redis, Prefix: s.cfg.SQS.QueuePrefix + ":"})
+		primary, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: s.redis, Prefix: s.keyPrefix()})
 		if err != nil {
 			return err
 		}
@@ -115,29 +150,27 @@ func (s *system) withGateway() error {
 			return err
 		}
 	}
-	var err error
-	s.tracker, err = sharding.NewTracker(sharding.Config{
-		Reader:     s.backend,
-		Queues:     s.names.Live,
-		ShardSize:  s.cfg.Pool.ShardSize,
-		Redis:      s.redis,
-		KeyPrefix:  s.cfg.SQS.QueuePrefix,
-		Logger:     s.logger,
-		Registerer: s.registry,
-	})
+	redriver, err := s.redriver()
 	if err != nil {
-		return fmt.Errorf("shard tracker: %w", err)
+		return fmt.Errorf("redrive: %w", err)
 	}
 	s.gateway, err = gateway.New(gateway.Config{
-		Backend:        s.backend,
-		Names:          s.names,
-		Picker:         s.tracker,
-		Tenants:        s.tenants,
-		Limiter:        limiter,
-		MaxMessageSize: s.cfg.Gateway.MaxMessageSize,
-		Logger:         s.logger,
-		Registerer:     s.registry,
-		Gatherer:       s.registry,
+		Backend:           s.backend,
+		Names:             s.names,
+		Picker:            s.tracker,
+		Tenants:           s.tenants,
+		Limiter:           limiter,
+		Redriver:          redriver,
+		AdminTokenSHA256:  s.cfg.Admin.TokenSHA256,
+		Backlog:           s.backlog,
+		FailClosed:        !s.cfg.Redis.FailOpen,
+		Redis:             s.redisOrNil(),
+		RedisPrefix:       s.keyPrefix(),
+		IdempotencyWindow: s.cfg.Gateway.IdempotencyWindow,
+		MaxMessageSize:    s.cfg.Gateway.MaxMessageSize,
+		Logger:            s.logger,
+		Registerer:        s.registry,
+		Gatherer:          s.registry,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -160,11 +193,33 @@ func (s *system) withWorker(h consumer.Handler) error {
 		InactivityTimeout:      w.InactivityTimeout,
 		BacklogAge:             w.BacklogAge,
 		DropAge:                w.DropAge,
+		Backlog:                s.backlog,
 		Logger:                 s.logger,
 		Registerer:             s.registry,
 	})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
+	}
+	if w.CronFile == "" {
+		return nil
+	}
+	tasks, err := schedule.ParseFile(w.CronFile)
+	if err != nil {
+		return fmt.Errorf("worker.cron_file: %w", err)
+	}
+	// Firings go to the first live queue: a periodic task belongs to no
+	// tenant and passes no tenant limit.
+	s.scheduler, err = schedule.New(schedule.Config{
+		Tasks:      tasks,
+		Backend:    s.backend,
+		Queue:      s.names.Live[0],
+		Redis:      s.redisOrNil(),
+		KeyPrefix:  s.keyPrefix(),
+		Logger:     s.logger,
+		Registerer: s.registry,
+	})
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
 	}
 	return nil
 }
@@ -183,8 +238,9 @@ func (s *system) pushHandler(url string) (consumer.Handler, error) {
 }
 
 // Start starts the parts in dependency order: the tenant registry first
-// (auth needs it), then the shard tracker, the gateway's batchers and the
-// worker. On failure it stops what it started.
+// (auth needs it), then the shard tracker, the gateway's batchers, the
+// worker and the scheduler of periodic tasks. On failure it stops what it
+// started.
 func (s *system) Start(ctx context.Context) error {
 	parts := []component{s.tenants}
 	if s.gateway != nil {
@@ -192,6 +248,9 @@ func (s *system) Start(ctx context.Context) error {
 	}
 	if s.worker != nil {
 		parts = append(parts, s.worker)
+	}
+	if s.scheduler != nil {
+		parts = append(parts, s.scheduler)
 	}
 	for _, p := range parts {
 		if err := p.Start(ctx); err != nil {
@@ -204,10 +263,10 @@ func (s *system) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the parts in reverse order: the worker first (it finishes or
-// releases in-flight jobs and flushes deletes), then the gateway (it
-// flushes pending send batches), the tracker and the registry; last the
-// Redis connection.
+// Stop stops the parts in reverse order: the scheduler first (it gives up
+// its lease), the worker (it finishes or releases in-flight jobs and
+// flushes deletes), then the gateway (it flushes pending send batches), the
+// tracker and the registry; last the Redis connection.
 func (s *system) Stop(ctx context.Context) error {
 	var errs []error
 	for i := len(s.started) - 1; i >= 0; i-- {
