@@ -222,8 +222,8 @@ func TestBatcherWaitHonoursContext(t *testing.T) {
 // how many flushes (send calls) each item costs, with many concurrent
 // callers and a flush that takes 1 ms like a fast network call.
 func BenchmarkBatcher(b *testing.B) {
-	for _, callers := range []int{1, 16, 256} {
-		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+	for _, par := range []int{1, 8, 128} {
+		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
 			var flushes atomic.Int64
 			bt, err := gateway.NewBatcher(gateway.BatcherConfig[int, int]{Flush: func(_ context.Context, _ string, items []int) ([]int, error) {
 				flushes.Add(1)
@@ -236,7 +236,7 @@ func BenchmarkBatcher(b *testing.B) {
 			bt.Start(context.Background())
 			defer bt.Stop(context.Background())
 			b.ReportAllocs()
-			b.SetParallelism(callers)
+			b.SetParallelism(par)
 			b.RunParallel(func(pb *testing.PB) {
 				ctx := context.Background()
 				for pb.Next() {
