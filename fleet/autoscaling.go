@@ -1,0 +1,308 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairq/fairq/queue"
+)
+
+// Defaults of AutoscalingConfig.
+const (
+	AcceptableLatencyDefault = 10 * time.Second
+	IntervalDefault          = 10 * time.Second
+	WindowDefault            = time.Minute
+)
+
+// windowBuckets is the number of parts of the window of processing times:
+// the mean forgets the oldest part at a time.
+const windowBuckets = 6
+
+// DepthReader reads a queue's approximate counts; queue.Backend is one.
+type DepthReader interface {
+	Depth(ctx context.Context, queue string) (queue.Depth, error)
+}
+
+// AutoscalingConfig configures an Autoscaling.
+type AutoscalingConfig struct {
+	// Depths reads the queues; required.
+	Depths DepthReader
+	// Queues are the queues whose visible messages are the fleet's
+	// backlog: the live queues, the overflow and the backlog queue (not
+	// the dead-letter queue); at least one.
+	Queues []string
+	// SizeFunc returns the number of workers running, as Fleet.Last does;
+	// nil counts one.
+	SizeFunc func() int
+	// AcceptableLatency is the longest a message should wait for a worker
+	// (worker.acceptable_latency); zero uses AcceptableLatencyDefault.
+	AcceptableLatency time.Duration
+	// Slots is the number of messages one worker runs at once
+	// (worker.connections): a worker's time per message is the mean
+	// processing time divided by it. Zero uses 1, the plain formula of
+	// the EC2 Auto Scaling guidance, for workers that run one message at
+	// a time.
+	Slots int
+	// Interval is how often the queues are read; zero uses
+	// IntervalDefault.
+	Interval time.Duration
+	// Window is how far back processing times are averaged; zero uses
+	// WindowDefault.
+	Window time.Duration
+	// Logger receives a line when reading the queues starts failing and
+	// when it works again; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the gauges; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+func (c AutoscalingConfig) withDefaults() AutoscalingConfig {
+	c.AcceptableLatency = cmp.Or(c.AcceptableLatency, AcceptableLatencyDefault)
+	c.Slots = cmp.Or(c.Slots, 1)
+	c.Interval = cmp.Or(c.Interval, IntervalDefault)
+	c.Window = cmp.Or(c.Window, WindowDefault)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.SizeFunc == nil {
+		c.SizeFunc = func() int { return 1 }
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c AutoscalingConfig) validate() error {
+	var errs []error
+	if c.Depths == nil {
+		errs = append(errs, errors.New("Depths is required"))
+	}
+	if len(c.Queues) == 0 {
+		errs = append(errs, errors.New("no queues"))
+	}
+	if c.AcceptableLatency <= 0 || c.Slots < 1 || c.Interval <= 0 || c.Window < windowBuckets*time.Millisecond {
+		errs = append(errs, fmt.Errorf("acceptable latency %v, slots %d, interval %v and window %v must be positive",
+			c.AcceptableLatency, c.Slots, c.Interval, c.Window))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("fleet: AutoscalingConfig: %w", err)
+	}
+	return nil
+}
+
+// Autoscaling computes the signals to scale the fleet of workers on, as
+// the EC2 Auto Scaling guidance for SQS describes them:
+//
+//	fairq_backlog_per_instance        = visible messages ÷ workers running
+//	fairq_backlog_target_per_instance = acceptable latency ÷ time per message
+//
+// A scaling policy that tracks the first at the value of the second keeps
+// the time a message waits near the acceptable latency: with 1,500
+// visible messages, 10 workers and a target of 100, the fleet grows to 15.
+//
+// The visible messages are the ApproximateNumberOfMessages of the live
+// queues, the overflow and the backlog queue, read every Interval: all of
+// them wait for a worker (messages delayed in overflow are not visible and
+// do not count until their delay ends). The time per message is the mean
+// processing time of the jobs that ended within Window (fed through
+// Observe), divided by Slots, since a worker runs Slots messages at once.
+// The target is exported once a processing time is known, and kept while
+// no job ends.
+type Autoscaling struct {
+	cfg     AutoscalingConfig
+	backlog prometheus.Gauge
+	target  *prometheus.GaugeVec // no labels: absent until known
+	mean    *prometheus.GaugeVec
+	visible prometheus.Gauge
+
+	mu      sync.Mutex
+	buckets [windowBuckets]bucket
+
+	failing bool // the latest read failed; the run goroutine's
+
+	life    sync.Mutex
+	started bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// bucket holds the processing times of one part of the window.
+type bucket struct {
+	epoch int64 // which part of time it holds: unix nanoseconds ÷ part
+	n     int64
+	sum   time.Duration
+}
+
+// NewAutoscaling returns an Autoscaling; Start reads the queues
+// periodically.
+func NewAutoscaling(cfg AutoscalingConfig) (*Autoscaling, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	a := &Autoscaling{
+		cfg: cfg,
+		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fairq_backlog_per_instance",
+			Help: "Visible messages of the live, overflow and backlog queues divided by the workers running: scale to keep it near fairq_backlog_target_per_instance.",
+		}),
+		target: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fairq_backlog_target_per_instance",
+			Help: "Acceptable latency divided by a worker's time per message (mean processing time ÷ slots): the backlog per instance a worker clears within the acceptable latency.",
+		}, nil),
+		mean: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fairq_worker_mean_processing_seconds",
+			Help: "Mean processing time of the jobs that ended within the autoscaling window.",
+		}, nil),
+		visible: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fairq_backlog_visible_messages",
+			Help: "Visible messages of the live, overflow and backlog queues, as last read.",
+		}),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	if reg := cfg.Registerer; reg != nil {
+		var errs []error
+		for _, c := range []prometheus.Collector{a.backlog, a.target, a.mean, a.visible} {
+			errs = append(errs, reg.Register(c))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// Observe records the processing time of one job; spillover's Limiter
+// calls it when a job ends (spillover.Config.ObserveFunc).
+func (a *Autoscaling) Observe(d time.Duration) {
+	part := a.cfg.Window / windowBuckets
+	epoch := a.cfg.Now().UnixNano() / int64(part)
+	a.mu.Lock()
+	b := &a.buckets[epoch%windowBuckets]
+	if b.epoch != epoch {
+		*b = bucket{epoch: epoch}
+	}
+	b.n++
+	b.sum += max(d, 0)
+	a.mu.Unlock()
+}
+
+// MeanProcessing returns the mean processing time of the jobs that ended
+// within the window, and false if none did.
+func (a *Autoscaling) MeanProcessing() (time.Duration, bool) {
+	part := a.cfg.Window / windowBuckets
+	epoch := a.cfg.Now().UnixNano() / int64(part)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var n int64
+	var sum time.Duration
+	for _, b := range a.buckets {
+		if b.n > 0 && b.epoch > epoch-windowBuckets && b.epoch <= epoch {
+			n += b.n
+			sum += b.sum
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / time.Duration(n), true
+}
+
+// Refresh reads the queues and sets the gauges once; Start calls it every
+// Interval. On a read error the gauges keep their values.
+func (a *Autoscaling) Refresh(ctx context.Context) error {
+	visible := 0
+	for _, q := range a.cfg.Queues {
+		d, err := a.cfg.Depths.Depth(ctx, q)
+		if err != nil {
+			return fmt.Errorf("depth of %s: %w", q, err)
+		}
+		visible += d.Visible
+	}
+	a.visible.Set(float64(visible))
+	a.backlog.Set(float64(visible) / float64(max(a.cfg.SizeFunc(), 1)))
+	if mean, ok := a.MeanProcessing(); ok && mean > 0 {
+		perMessage := mean.Seconds() / float64(a.cfg.Slots)
+		a.mean.WithLabelValues().Set(mean.Seconds())
+		a.target.WithLabelValues().Set(a.cfg.AcceptableLatency.Seconds() / perMessage)
+	}
+	return nil
+}
+
+// Start reads the queues at once and every Interval until Stop or the
+// end of ctx.
+func (a *Autoscaling) Start(ctx context.Context) error {
+	a.life.Lock()
+	defer a.life.Unlock()
+	if a.started {
+		return errors.New("fleet: autoscaling already started")
+	}
+	a.started = true
+	go a.run(ctx)
+	return nil
+}
+
+// Stop stops reading the queues. It is idempotent; Stop before Start does
+// nothing.
+func (a *Autoscaling) Stop(ctx context.Context) error {
+	a.life.Lock()
+	if !a.started {
+		a.life.Unlock()
+		return nil
+	}
+	select {
+	case <-a.stop:
+	default:
+		close(a.stop)
+	}
+	a.life.Unlock()
+	select {
+	case <-a.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *Autoscaling) run(ctx context.Context) {
+	defer close(a.done)
+	t := time.NewTicker(a.cfg.Interval)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.Interval)
+		err := a.Refresh(cctx)
+		cancel()
+		a.health(ctx, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// health logs the first failure of a streak and the first success after.
+func (a *Autoscaling) health(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	was := a.failing
+	a.failing = err != nil
+	switch {
+	case err != nil && !was:
+		a.cfg.Logger.Warn("autoscaling: cannot read the queues; fairq_backlog_per_instance keeps its last value", "err", err)
+	case err == nil && was:
+		a.cfg.Logger.Info("autoscaling: reading the queues again")
+	}
+}

@@ -1,0 +1,37 @@
+// Package fleet knows the fleet of workers: how many run, and the signals
+// to scale them on (DESIGN.md §7).
+//
+// A Fleet registers its worker in Redis, a sorted set of worker id → time
+// of its latest heartbeat on Redis's clock, and beats every Heartbeat (5 s
+// by default); a worker silent for three heartbeats no longer counts, so a
+// crashed worker leaves the count within 15 s, and a stopped one at once.
+// Each heartbeat also returns the fleet's size, which Last gives without a
+// call: the shared limits of package throttle divide by it when Redis
+// cannot be reached, each worker then enforcing its share of a tenant's
+// limits locally. While Redis is unreachable the size stays what it was
+// last known to be (the workers have no other way to learn it), a line is
+// logged and fairq_redis_degraded{component="fleet"} is 1. Without Redis
+// the fleet is the one process: Last and Size are 1.
+//
+// Autoscaling computes fairq_backlog_per_instance and
+// fairq_backlog_target_per_instance as the EC2 Auto Scaling guidance for
+// SQS describes them: visible messages ÷ workers running, and acceptable
+// latency ÷ time per message. Choices where the guidance leaves room:
+//
+//   - The visible messages are those of the live queues, the overflow and
+//     the backlog queue: all of them wait for a worker. Messages delayed
+//     in overflow are not counted until their delay ends (they cannot be
+//     worked before, whatever the fleet's size), nor is the dead-letter
+//     queue (no worker drains it).
+//   - The time per message is the mean processing time of the jobs that
+//     ended in the last minute divided by the worker's slots
+//     (worker.connections), since a worker runs that many at once; with
+//     one slot it is the guidance's formula as written. Without a job in
+//     the window the target keeps its last value; before the first job it
+//     is not exported, rather than exported as a number that would scale
+//     the fleet on nothing.
+//   - Every worker reads the queues, every 10 s by default: about one
+//     GetQueueAttributes call per queue and interval per worker, and every
+//     worker exports the same values, so a policy may use any one, or the
+//     average.
+package fleet

@@ -1,0 +1,279 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// HeartbeatDefault is Config.Heartbeat's default.
+const HeartbeatDefault = 5 * time.Second
+
+// staleBeats is the number of heartbeat intervals after which a worker
+// that has not beaten no longer counts.
+const staleBeats = 3
+
+// Config configures a Fleet.
+type Config struct {
+	// Redis holds the registrations of the whole fleet; nil makes a fleet
+	// of this process alone.
+	Redis redis.UniversalClient
+	// Prefix goes in front of every Redis key ("fairq:").
+	Prefix string
+	// ID names this worker in the fleet; empty uses the host name, the
+	// process id and a random suffix.
+	ID string
+	// Heartbeat is how often this worker says it is alive; a worker
+	// silent for three heartbeats no longer counts. Zero uses
+	// HeartbeatDefault.
+	Heartbeat time.Duration
+	// Logger receives a line when Redis cannot be reached and when it is
+	// back; nil discards.
+	Logger *slog.Logger
+	// Registerer receives fairq_fleet_workers and fairq_redis_degraded
+	// {component="fleet"}; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+func (c Config) withDefaults() Config {
+	c.Heartbeat = cmp.Or(c.Heartbeat, HeartbeatDefault)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		c.ID = cmp.Or(host, "worker") + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Heartbeat < time.Millisecond {
+		return fmt.Errorf("fleet: heartbeat %v is shorter than a millisecond", c.Heartbeat)
+	}
+	return nil
+}
+
+// Fleet is this worker's membership in the fleet of workers, and the
+// fleet's size as the workers' heartbeats in Redis tell it.
+type Fleet struct {
+	cfg      Config
+	last     atomic.Int64 // the size last known, at least 1
+	workers  prometheus.Gauge
+	degraded prometheus.Gauge
+
+	life    sync.Mutex // Start and Stop
+	started bool
+
+	mu   sync.Mutex
+	down bool // the latest heartbeat failed
+	// abandoned is set when the context given to Start ended: the
+	// registration is left to go stale, as after a crash.
+	abandoned atomic.Bool
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// New returns a Fleet; Start registers the worker.
+func New(cfg Config) (*Fleet, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	f := &Fleet{
+		cfg: cfg,
+		workers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fairq_fleet_workers",
+			Help: "Workers alive in the fleet, as last known: those whose heartbeat in Redis is recent; 1 without Redis.",
+		}),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	f.setLast(1)
+	degraded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fairq_redis_degraded",
+		Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
+	}, []string{"component"})
+	if reg := cfg.Registerer; reg != nil {
+		if err := reg.Register(f.workers); err != nil {
+			return nil, err
+		}
+		var err error
+		if degraded, err = registerVec(reg, degraded); err != nil {
+			return nil, err
+		}
+	}
+	f.degraded = degraded.WithLabelValues("fleet")
+	return f, nil
+}
+
+// registerVec registers c, or returns the equal collector registered before
+// by another component.
+func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
+
+// ID returns this worker's id in the fleet.
+func (f *Fleet) ID() string { return f.cfg.ID }
+
+// Last returns the size of the fleet as last known, at least 1: this
+// worker's view without a call to Redis. While Redis cannot be reached it
+// stays what it was.
+func (f *Fleet) Last() int { return int(f.last.Load()) }
+
+func (f *Fleet) setLast(n int) {
+	n = max(n, 1)
+	f.last.Store(int64(n))
+	f.workers.Set(float64(n))
+}
+
+// beatScript: KEYS[1] the workers; ARGV id, stale ms. It records the
+// worker's heartbeat, forgets workers silent for longer than stale, and
+// returns the number left.
+var beatScript = redis.NewScript(`
+redis.replicate_commands()
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return redis.call('ZCARD', KEYS[1])
+`)
+
+// sizeScript: KEYS[1] the workers; ARGV stale ms. It returns the number of
+// workers heard from within stale.
+var sizeScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[1]), '+inf')
+`)
+
+func (f *Fleet) stale() time.Duration { return staleBeats * f.cfg.Heartbeat }
+
+// Size asks Redis how many workers are alive: those whose heartbeat is
+// less than three intervals old. Without Redis the fleet is this process:
+// 1.
+func (f *Fleet) Size(ctx context.Context) (int, error) {
+	if f.cfg.Redis == nil {
+		return 1, nil
+	}
+	n, err := sizeScript.Run(ctx, f.cfg.Redis, []string{workersKey(f.cfg.Prefix)}, f.stale().Milliseconds()).Int()
+	if err != nil {
+		return 0, fmt.Errorf("fleet size: %w", err)
+	}
+	return n, nil
+}
+
+// Start registers the worker and beats every Heartbeat until Stop. If
+// Redis cannot be reached, the worker keeps trying and Last stays 1 (or
+// what it last was). Cancelling ctx abandons the registration as a crash
+// would: the worker stops counting after three intervals.
+func (f *Fleet) Start(ctx context.Context) error {
+	f.life.Lock()
+	defer f.life.Unlock()
+	if f.started {
+		return errors.New("fleet: already started")
+	}
+	f.started = true
+	if f.cfg.Redis == nil {
+		close(f.done)
+		return nil
+	}
+	f.beat(ctx)
+	go f.run(ctx)
+	return nil
+}
+
+// Stop stops the heartbeat and takes the worker out of the fleet at once,
+// so that the others count one fewer without waiting. It is idempotent;
+// Stop before Start does nothing.
+func (f *Fleet) Stop(ctx context.Context) error {
+	f.life.Lock()
+	if !f.started {
+		f.life.Unlock()
+		return nil
+	}
+	select {
+	case <-f.stop:
+	default:
+		close(f.stop)
+	}
+	f.life.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if f.cfg.Redis == nil || f.abandoned.Load() {
+		return nil
+	}
+	if err := f.cfg.Redis.ZRem(ctx, workersKey(f.cfg.Prefix), f.cfg.ID).Err(); err != nil {
+		return fmt.Errorf("fleet: leave: %w", err)
+	}
+	return nil
+}
+
+func (f *Fleet) run(ctx context.Context) {
+	defer close(f.done)
+	t := time.NewTicker(f.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			f.abandoned.Store(true)
+			return
+		case <-f.stop:
+			return
+		case <-t.C:
+			f.beat(ctx)
+		}
+	}
+}
+
+// beat records this worker's heartbeat and learns the fleet's size.
+func (f *Fleet) beat(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.Heartbeat)
+	defer cancel()
+	n, err := beatScript.Run(cctx, f.cfg.Redis, []string{workersKey(f.cfg.Prefix)}, f.cfg.ID, f.stale().Milliseconds()).Int()
+	f.mu.Lock()
+	was := f.down
+	f.down = err != nil
+	f.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if !was {
+			f.degraded.Set(1)
+			f.cfg.Logger.Warn("redis unreachable; the fleet size stays as last known until it is back",
+				"component", "fleet", "fleet_size", f.Last(), "err", err)
+		}
+		return
+	}
+	f.setLast(n)
+	if was {
+		f.degraded.Set(0)
+		f.cfg.Logger.Info("redis is back; the fleet size is known again", "component", "fleet", "fleet_size", n)
+	}
+}

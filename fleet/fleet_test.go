@@ -1,0 +1,186 @@
+package fleet_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/fleet"
+	"github.com/fairq/fairq/internal/testenv"
+)
+
+func redisClient(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// member starts a worker's Fleet and returns it with the context whose
+// cancelling abandons it as a crash would; it is stopped when the test
+// ends.
+func member(t testing.TB, cfg fleet.Config) (*fleet.Fleet, context.CancelFunc) {
+	t.Helper()
+	f, err := fleet.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, crash := context.WithCancel(context.Background())
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+		crash()
+	})
+	return f, crash
+}
+
+func size(t testing.TB, f *fleet.Fleet) int {
+	t.Helper()
+	n, err := f.Size(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// eventually checks cond every 10 ms until it holds or d passes, and
+// returns how long that took.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not within %v", what, d)
+		}
+	}
+	return time.Since(start)
+}
+
+func TestFleetSize(t *testing.T) {
+	t.Parallel()
+	const beat = 100 * time.Millisecond
+	c := redisClient(t)
+	prefix := testenv.Prefix(t) + ":"
+	reg := prometheus.NewRegistry()
+	a, _ := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "a", Heartbeat: beat, Registerer: reg})
+	if got := size(t, a); got != 1 {
+		t.Fatalf("one worker: Size = %d", got)
+	}
+	b, crashB := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "b", Heartbeat: beat})
+	cw, _ := member(t, fleet.Config{Redis: c, Prefix: prefix, Heartbeat: beat})
+	if got := size(t, a); got != 3 {
+		t.Fatalf("three workers: Size = %d", got)
+	}
+	if b.ID() != "b" || cw.ID() == "" || cw.ID() == a.ID() {
+		t.Errorf("ids %q, %q, %q: want b and a generated one", a.ID(), b.ID(), cw.ID())
+	}
+	eventually(t, 2*time.Second, "a learns the size from its heartbeat", func() bool { return a.Last() == 3 })
+	if got := gauge(t, reg, "fairq_fleet_workers"); got != 3 {
+		t.Errorf("fairq_fleet_workers = %v, want 3", got)
+	}
+
+	if err := cw.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(t, a); got != 2 {
+		t.Errorf("after a graceful stop: Size = %d, want 2 at once", got)
+	}
+
+	crashB()
+	took := eventually(t, 2*time.Second, "a crashed worker leaves the count", func() bool { return size(t, a) == 1 })
+	if took > 3*beat+beat {
+		t.Errorf("a crashed worker counted for %v after the crash, want within three heartbeats (%v)", took, 3*beat)
+	}
+	eventually(t, 2*time.Second, "Last follows", func() bool { return a.Last() == 1 })
+}
+
+func TestFleetWithoutRedis(t *testing.T) {
+	t.Parallel()
+	f, _ := member(t, fleet.Config{})
+	if got := size(t, f); got != 1 {
+		t.Errorf("Size without Redis = %d, want 1", got)
+	}
+	if got := f.Last(); got != 1 {
+		t.Errorf("Last without Redis = %d, want 1", got)
+	}
+}
+
+// TestFleetRedisDown: a worker that cannot reach Redis keeps the size it
+// last knew and says so; it counts again once Redis is back.
+func TestFleetRedisDown(t *testing.T) {
+	t.Parallel()
+	const beat = 50 * time.Millisecond
+	c := redisClient(t)
+	prefix := testenv.Prefix(t) + ":"
+	proxy := newProxy(t, testenv.RedisAddr(t))
+	pc := redis.NewClient(&redis.Options{Addr: proxy.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { pc.Close() })
+	reg := prometheus.NewRegistry()
+	member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "steady", Heartbeat: beat})
+	f, _ := member(t, fleet.Config{Redis: pc, Prefix: prefix, ID: "cut", Heartbeat: beat, Registerer: reg})
+	eventually(t, 2*time.Second, "both counted", func() bool { return f.Last() == 2 })
+
+	proxy.setDown(true)
+	eventually(t, 2*time.Second, "degraded", func() bool { return gauge(t, reg, "fairq_redis_degraded") == 1 })
+	// Its registration goes stale for the others; its own view stays.
+	eventually(t, 2*time.Second, "the cut worker leaves the others' count", func() bool {
+		n, _ := fleetSize(c, prefix, 3*beat)
+		return n == 1
+	})
+	if got := f.Last(); got != 2 {
+		t.Errorf("Last while Redis is unreachable = %d, want the 2 last known", got)
+	}
+
+	proxy.setDown(false)
+	eventually(t, 3*time.Second, "back", func() bool { return gauge(t, reg, "fairq_redis_degraded") == 0 })
+	eventually(t, 2*time.Second, "counted again", func() bool { n, _ := fleetSize(c, prefix, 3*beat); return n == 2 })
+}
+
+// fleetSize counts the workers heard from within stale, as a Fleet of
+// that heartbeat would.
+func fleetSize(c *redis.Client, prefix string, stale time.Duration) (int, error) {
+	f, err := fleet.New(fleet.Config{Redis: c, Prefix: prefix, Heartbeat: stale / 3})
+	if err != nil {
+		return 0, err
+	}
+	return f.Size(context.Background())
+}
+
+// gauge returns the value of a gauge in reg: its only series, or the one
+// with component="fleet".
+func gauge(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			ok := len(m.GetLabel()) == 0
+			for _, lp := range m.GetLabel() {
+				ok = ok || lp.GetName() == "component" && lp.GetValue() == "fleet"
+			}
+			if ok {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
+}
