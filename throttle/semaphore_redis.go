@@ -93,7 +93,7 @@ type RedisSemaphore struct {
 	mu      sync.Mutex
 	held    map[lease]struct{}
 	pending []pendingRelease
-	running bool
+	state   semState
 	failing bool // the latest renewal or release failed
 
 	wake chan struct{} // size 1: pending releases wait
@@ -104,6 +104,15 @@ type RedisSemaphore struct {
 	started   bool
 	stopOnce  sync.Once
 }
+
+// semState is where a RedisSemaphore is in its life.
+type semState int
+
+const (
+	semIdle      semState = iota // not started, or stopped: a release is one call
+	semRunning                   // the goroutine renews and releases
+	semAbandoned                 // the context given to Start ended: nothing more is released
+)
 
 // lease is one slot held by this process.
 type lease struct {
@@ -195,11 +204,16 @@ func (s *RedisSemaphore) Held() int {
 }
 
 // release gives a lease back: the goroutine removes it from Redis, or,
-// when it does not run, this call does.
+// when it does not run, this call does. After the semaphore was abandoned
+// nothing is removed, as after a crash: the lease expires.
 func (s *RedisSemaphore) release(l lease) {
 	s.mu.Lock()
 	delete(s.held, l)
-	if s.running {
+	switch s.state {
+	case semAbandoned:
+		s.mu.Unlock()
+		return
+	case semRunning:
 		s.pending = append(s.pending, pendingRelease{lease: l, at: time.Now()})
 		s.mu.Unlock()
 		select {
@@ -217,8 +231,9 @@ func (s *RedisSemaphore) release(l lease) {
 }
 
 // Start starts renewing held leases. Cancelling ctx abandons the
-// semaphore as a crash would: renewals stop, nothing is released, and the
-// leases expire within one Lease; Stop then only waits.
+// semaphore as a crash would: renewals stop, nothing is released (not
+// even by later Releases), and the leases expire within one Lease; Stop
+// then only waits.
 func (s *RedisSemaphore) Start(ctx context.Context) error {
 	s.lifecycle.Lock()
 	defer s.lifecycle.Unlock()
@@ -227,7 +242,7 @@ func (s *RedisSemaphore) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.mu.Lock()
-	s.running = true
+	s.state = semRunning
 	s.mu.Unlock()
 	go s.run(ctx)
 	return nil
@@ -255,16 +270,15 @@ func (s *RedisSemaphore) Stop(ctx context.Context) error {
 // run renews and releases until Stop or the end of ctx.
 func (s *RedisSemaphore) run(ctx context.Context) {
 	defer close(s.done)
-	defer func() {
-		s.mu.Lock()
-		s.running = false
-		s.mu.Unlock()
-	}()
 	t := time.NewTicker(s.cfg.RenewEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			s.mu.Lock()
+			s.state = semAbandoned
+			s.pending = nil
+			s.mu.Unlock()
 			return
 		case <-s.stop:
 			s.mu.Lock()
@@ -272,14 +286,19 @@ func (s *RedisSemaphore) run(ctx context.Context) {
 				s.pending = append(s.pending, pendingRelease{lease: l, at: time.Now()})
 			}
 			clear(s.held)
+			s.state = semIdle
 			s.mu.Unlock()
 			s.flush(ctx, true)
 			return
 		case <-s.wake:
-			s.flush(ctx, false)
+			if ctx.Err() == nil {
+				s.flush(ctx, false)
+			}
 		case <-t.C:
-			s.flush(ctx, false)
-			s.renew(ctx)
+			if ctx.Err() == nil {
+				s.flush(ctx, false)
+				s.renew(ctx)
+			}
 		}
 	}
 }

@@ -133,10 +133,13 @@ func TestRedisSemaphoreLeases(t *testing.T) {
 	prefix := testenv.Prefix(t) + ":"
 	holder, crash := redisSemaphore(t, c, prefix, lease)
 	other, _ := redisSemaphore(t, c, prefix, lease)
+	var held []throttle.Permit
 	for range 2 {
-		if _, ok := tryAcquire(t, holder, "acme", 2); !ok {
+		p, ok := tryAcquire(t, holder, "acme", 2)
+		if !ok {
 			t.Fatal("refused on a free semaphore")
 		}
+		held = append(held, p)
 	}
 	// Three leases long, the holder's renewals keep the slots taken.
 	renewed := time.NewTimer(3 * lease)
@@ -155,6 +158,12 @@ func TestRedisSemaphoreLeases(t *testing.T) {
 
 	crash()
 	crashed := time.Now()
+	for _, p := range held {
+		p.Release() // a crashed process releases nothing: its leases expire
+	}
+	if _, ok := tryAcquire(t, other, "acme", 2); ok {
+		t.Fatal("a crashed holder's slot was free at once")
+	}
 	took := eventually(t, 3*lease, "the crashed holder's slot back", func() bool {
 		_, ok := tryAcquire(t, other, "acme", 2)
 		return ok
