@@ -1,0 +1,80 @@
+// Package spillover decides, for each message a worker receives, whether
+// its tenant may start it now or whether it is spilled to the overflow
+// queue, delayed (DESIGN.md §6). Its Limiter is the consumer.Limiter of
+// the worker; the worker does the moves.
+//
+// For a message of tenant T, with T's limits read from the tenant registry
+// at every message (so that a change made through the admin API applies
+// at T's next message, without a restart):
+//
+//   - If T has concurrency messages in progress fleet-wide, the message is
+//     spilled with a short jittered delay, uniform between half and one
+//     and a half Config.ConcurrencyDelay (1–3 s by default), reason
+//     "concurrency": soon enough that a slot freed is used, spread so that
+//     spilled messages do not all come back at once.
+//   - Otherwise, if T is over its process_rate, the message is spilled,
+//     reason "rate", with the delay of its own turn: not before the rate
+//     limiter's wait for the next token, and 1/rate after the turn of the
+//     message spilled before it, capped at SQS's 900 s. Turns are kept by
+//     each worker at its share of the rate (process_rate ÷ fleet size), so
+//     spilled messages come back at about the tenant's rate instead of all
+//     at the next token, and each costs about one move while its tenant
+//     is behind. SQS delays are whole seconds, so they come back in
+//     clumps of about a second's worth: a tenant reaches its process_rate
+//     from the overflow queue when process_burst is at least process_rate
+//     × 1 s (the defaults have burst = rate).
+//   - Otherwise it runs, holding a concurrency slot until its job ends
+//     (Verdict.Done).
+//
+// Concurrency is checked first: a slot taken and given back costs nothing,
+// while a rate token taken for a message that then could not run would be
+// lost to the tenant.
+//
+// The limits are the throttle package's: a rate limiter (GCRA through
+// redis_rate with Redis, golang.org/x/time/rate without) and a semaphore
+// (leases in Redis, renewed by the semaphore itself, so that a crashed
+// worker's slots come back within one lease; a counter in process
+// without). With Redis, wire them through throttle's failover components so
+// that when Redis is unreachable each worker falls back to local limits,
+// rate and concurrency divided by the number of workers last known (a
+// fleet.Fleet's Last), logs it once and sets fairq_redis_degraded, and
+// goes back to the shared limits when Redis answers:
+//
+//	rate, _ := throttle.NewFailoverLimiter(throttle.FailoverConfig{
+//		Primary:   redisLimiter,
+//		Fallback:  &throttle.ScaledLimiter{Limiter: throttle.NewLocalLimiter(throttle.LocalConfig{}), FactorFunc: func() float64 { return throttle.Share(f.Last()) }},
+//		Component: "worker_ratelimit", FailClosed: !failOpen, Logger: log, Registerer: reg,
+//	})
+//	sem, _ := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
+//		Primary: redisSemaphore, FleetSizeFunc: f.Last,
+//		Component: "worker_semaphore", FailClosed: !failOpen, Logger: log, Registerer: reg,
+//	})
+//	lim, _ := spillover.New(spillover.Config{Tenants: registry, Defaults: cfg.Defaults,
+//		Rate: rate, Semaphore: sem, FleetSizeFunc: f.Last, ObserveFunc: autoscaling.Observe, Registerer: reg})
+//
+// Failing closed (redis.fail_open: false), a message whose limits cannot be
+// checked is spilled like a concurrency spill, reason "unavailable", rather
+// than run unchecked. Any other error of the limits goes to the worker,
+// which logs it and runs the message.
+//
+// The worker applies the age checks before the Limiter (older than
+// worker.drop_age: dropped and counted; older than worker.backlog_age and
+// not in the backlog queue: moved there) and makes every move: a copy with
+// the body, the attributes and fairq-meta (enqueue time, attempts) sent
+// first, in batches of up to ten, and the delivered copy deleted only once
+// the send succeeded, so that a failed move leaves the message where it
+// was.
+//
+// Metrics, with the tenant label bounded (the first Config.MaxTenantLabels
+// tenants of the registry seen, 100 by default; the others, and tenants
+// the registry does not know, count as "other"):
+// fairq_worker_tenant_in_flight{tenant} and
+// fairq_worker_tenant_spilled_total{tenant,reason}. The worker's own
+// fairq_worker_spilled_total{reason} counts every move by reason, "aged"
+// included.
+//
+// Choices where the design is silent: a message of a tenant the registry
+// does not know (deleted since it was sent, or sent without fairq-tenant)
+// runs under the default limits, with limits of its own tenant id; a
+// tenant whose id is "other" shares its label with the others.
+package spillover

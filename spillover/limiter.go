@@ -1,0 +1,223 @@
+package spillover
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/tenant"
+	"github.com/fairq/fairq/throttle"
+)
+
+// Reasons of a spill, the reason label of fairq_worker_spilled_total.
+const (
+	ReasonRate        = "rate"        // over process_rate
+	ReasonConcurrency = "concurrency" // concurrency messages of the tenant in progress
+	ReasonUnavailable = "unavailable" // the limits could not be checked (Redis down, failing closed)
+)
+
+// Defaults of Config.
+const (
+	ConcurrencyDelayDefault = 2 * time.Second
+	MaxTenantLabelsDefault  = 100
+)
+
+// Tenants looks tenants up; *tenant.Registry is one.
+type Tenants interface {
+	Get(id string) (tenant.Tenant, bool)
+}
+
+var _ Tenants = (*tenant.Registry)(nil)
+
+// Config configures a Limiter.
+type Config struct {
+	// Tenants gives each tenant's limits, read at every message so that a
+	// change applies at once; required.
+	Tenants Tenants
+	// Defaults are the limits of a message whose tenant the registry does
+	// not know (deleted since, or a message without fairq-tenant); unset
+	// fields take config.Default's. The same Config.Defaults the registry
+	// was given.
+	Defaults config.Limits
+	// Rate decides process_rate: a throttle.FailoverLimiter over Redis
+	// for a fleet, nil for a new throttle.LocalLimiter.
+	Rate throttle.RateLimiter
+	// Semaphore holds concurrency: a throttle.FailoverSemaphore over a
+	// RedisSemaphore for a fleet, nil for a new throttle.LocalSemaphore.
+	Semaphore throttle.Semaphore
+	// FleetSizeFunc returns the number of workers sharing the limits, as
+	// fleet.Fleet.Last does; a worker paces the messages it spills for
+	// rate at its share of the tenant's rate. Nil counts one.
+	FleetSizeFunc func() int
+	// ConcurrencyDelay is the mean delay of a message spilled for
+	// concurrency; each gets a delay drawn uniformly between half and
+	// one and a half times it. Zero uses ConcurrencyDelayDefault.
+	ConcurrencyDelay time.Duration
+	// MaxTenantLabels bounds the tenant label of the metrics: the first
+	// tenants of the registry seen get their own, up to this many, and
+	// the rest count as "other". Zero uses MaxTenantLabelsDefault.
+	MaxTenantLabels int
+	// ObserveFunc, if not nil, is given the processing time of every job
+	// the Limiter let run, when it ends (fleet.Autoscaling.Observe).
+	ObserveFunc func(time.Duration)
+	// Registerer receives the per-tenant metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// NowFunc is the clock; nil uses time.Now.
+	NowFunc func() time.Time
+	// RandFunc returns a uniform number in [0, 1) for the jitter; nil
+	// uses math/rand/v2.Float64.
+	RandFunc func() float64
+}
+
+func (c Config) withDefaults() Config {
+	if c.NowFunc == nil {
+		c.NowFunc = time.Now
+	}
+	if c.RandFunc == nil {
+		c.RandFunc = rand.Float64
+	}
+	if c.FleetSizeFunc == nil {
+		c.FleetSizeFunc = func() int { return 1 }
+	}
+	if c.Rate == nil {
+		c.Rate = throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.NowFunc})
+	}
+	if c.Semaphore == nil {
+		c.Semaphore = throttle.NewLocalSemaphore()
+	}
+	c.ConcurrencyDelay = cmp.Or(c.ConcurrencyDelay, ConcurrencyDelayDefault)
+	c.MaxTenantLabels = cmp.Or(c.MaxTenantLabels, MaxTenantLabelsDefault)
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Tenants == nil {
+		errs = append(errs, errors.New("Tenants is required"))
+	}
+	if c.ConcurrencyDelay < 0 || c.ConcurrencyDelay > queue.MaxDelay {
+		errs = append(errs, fmt.Errorf("concurrency delay %v is outside 0-%v", c.ConcurrencyDelay, queue.MaxDelay))
+	}
+	if c.MaxTenantLabels < 0 {
+		errs = append(errs, fmt.Errorf("max tenant labels %d is negative", c.MaxTenantLabels))
+	}
+	if err := (config.Config{}).ValidateLimits(c.Defaults); err != nil {
+		errs = append(errs, fmt.Errorf("defaults: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("spillover: %w", err)
+	}
+	return nil
+}
+
+// Limiter is the consumer.Limiter of the per-tenant processing limits: see
+// the package documentation.
+type Limiter struct {
+	cfg      Config
+	defaults config.Resolved
+	pacer    *throttle.Pacer
+	labels   *labels
+	metrics  *metrics
+}
+
+var _ consumer.Limiter = (*Limiter)(nil)
+
+// New returns a Limiter. It starts no goroutines; the components it is
+// given (a RedisSemaphore, a fleet.Fleet) are started by their owner.
+func New(cfg Config) (*Limiter, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("spillover metrics: %w", err)
+	}
+	return &Limiter{
+		cfg:      cfg,
+		defaults: config.Config{Defaults: cfg.Defaults}.Resolve(config.Limits{}),
+		pacer:    throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
+		labels:   newLabels(cfg.MaxTenantLabels),
+		metrics:  m,
+	}, nil
+}
+
+// Admit implements consumer.Limiter: it takes a concurrency slot of the
+// message's tenant, then a token of its process_rate, and dispatches the
+// message with a Done that gives the slot back; or it spills the message
+// to the overflow queue, delayed.
+func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verdict, error) {
+	id := m.Tenant
+	lim := l.defaults
+	t, known := l.cfg.Tenants.Get(id)
+	if known {
+		lim = t.Limits
+	}
+	label := l.labels.of(id, known)
+
+	// Concurrency first: a slot taken and given back costs nothing, while
+	// a token taken for a message that then cannot run would be lost.
+	permit, ok, err := l.cfg.Semaphore.TryAcquire(ctx, concurrencyKey(id), lim.Concurrency)
+	if err != nil {
+		return l.failed(label, id, err)
+	}
+	if !ok {
+		return l.spill(label, ReasonConcurrency, l.concurrencyDelay()), nil
+	}
+	d, err := l.cfg.Rate.Allow(ctx, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, 1)
+	if err != nil {
+		permit.Release()
+		return l.failed(label, id, err)
+	}
+	if d.Allowed < 1 {
+		permit.Release()
+		// The message's own turn at this worker's share of the rate,
+		// behind those spilled before it, so that spilled messages come
+		// back at the rate rather than all at the next token.
+		share := lim.ProcessRate * throttle.Share(l.cfg.FleetSizeFunc())
+		delay := l.pacer.Reserve(id, share, d.RetryAfter, queue.MaxDelay)
+		return l.spill(label, ReasonRate, delay), nil
+	}
+
+	start := l.cfg.NowFunc()
+	inFlight := l.metrics.inFlight.WithLabelValues(label)
+	inFlight.Inc()
+	return consumer.Verdict{Action: consumer.Dispatch, Done: func() {
+		permit.Release()
+		inFlight.Dec()
+		if l.cfg.ObserveFunc != nil {
+			l.cfg.ObserveFunc(l.cfg.NowFunc().Sub(start))
+		}
+	}}, nil
+}
+
+// spill returns the verdict that moves a message to overflow.
+func (l *Limiter) spill(label, reason string, delay time.Duration) consumer.Verdict {
+	l.metrics.spilled.WithLabelValues(label, reason).Inc()
+	return consumer.Verdict{Action: consumer.Spill, Delay: min(max(delay, 0), queue.MaxDelay), Reason: reason}
+}
+
+// failed answers when a limit could not be checked. A limiter failing
+// closed (ErrUnavailable) puts the message off like a concurrency spill;
+// any other error goes to the worker, which logs it and dispatches.
+func (l *Limiter) failed(label, tenant string, err error) (consumer.Verdict, error) {
+	if errors.Is(err, throttle.ErrUnavailable) {
+		return l.spill(label, ReasonUnavailable, l.concurrencyDelay()), nil
+	}
+	return consumer.Verdict{}, fmt.Errorf("limits of tenant %q: %w", tenant, err)
+}
+
+// concurrencyDelay is a short delay with jitter: uniform between half and
+// one and a half ConcurrencyDelay.
+func (l *Limiter) concurrencyDelay() time.Duration {
+	d := l.cfg.ConcurrencyDelay
+	return d/2 + time.Duration(l.cfg.RandFunc()*float64(d))
+}

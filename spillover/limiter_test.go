@@ -1,0 +1,375 @@
+package spillover_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/spillover"
+	"github.com/fairq/fairq/tenant"
+	"github.com/fairq/fairq/throttle"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// limits returns tenant limits with the given processing limits.
+func limits(rate float64, burst, concurrency int) config.Limits {
+	return config.Limits{ProcessRate: &rate, ProcessBurst: &burst, Concurrency: &concurrency}
+}
+
+// registry returns a tenant registry without Redis holding the tenants.
+func registry(t testing.TB, tenants map[string]config.Limits) *tenant.Registry {
+	t.Helper()
+	var ts []config.Tenant
+	for id, l := range tenants {
+		ts = append(ts, config.Tenant{ID: id, Limits: l})
+	}
+	r, err := tenant.New(tenant.Config{Tenants: ts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// verdict is what a test compares of a consumer.Verdict.
+type verdict struct {
+	Action consumer.Action
+	Delay  time.Duration
+	Reason string
+}
+
+func admit(t testing.TB, l *spillover.Limiter, tenantID string) (verdict, func()) {
+	t.Helper()
+	v, err := l.Admit(context.Background(), &consumer.Message{ID: "m", Tenant: tenantID})
+	if err != nil {
+		t.Fatalf("Admit: %v", err)
+	}
+	if (v.Done != nil) != (v.Action == consumer.Dispatch) {
+		t.Fatalf("verdict %v has Done %v: want Done exactly on dispatch", v.Action, v.Done != nil)
+	}
+	return verdict{v.Action, v.Delay, v.Reason}, v.Done
+}
+
+var (
+	dispatch = verdict{Action: consumer.Dispatch}
+	ms       = time.Millisecond
+)
+
+func spill(reason string, delay time.Duration) verdict {
+	return verdict{Action: consumer.Spill, Delay: delay, Reason: reason}
+}
+
+func TestLimiterVerdicts(t *testing.T) {
+	t.Parallel()
+	type step struct {
+		advance time.Duration
+		tenant  string
+		done    int // instead of admitting: call the Done of the n-th dispatch, 1-based
+		want    verdict
+	}
+	tests := []struct {
+		name     string
+		tenants  map[string]config.Limits
+		defaults config.Limits
+		fleet    int
+		steps    []step
+	}{
+		{
+			name:    "within limits",
+			tenants: map[string]config.Limits{"acme": limits(10, 2, 5)},
+			steps:   []step{{tenant: "acme", want: dispatch}, {tenant: "acme", want: dispatch}},
+		},
+		{
+			name:    "over rate: spilled, each at its own turn",
+			tenants: map[string]config.Limits{"acme": limits(10, 1, 5)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("rate", 100*ms)},
+				{tenant: "acme", want: spill("rate", 200*ms)},
+				{tenant: "acme", want: spill("rate", 300*ms)},
+				{advance: 100 * ms, tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("rate", 300*ms)},
+			},
+		},
+		{
+			name:    "over rate in a fleet of four: turns at this worker's share",
+			tenants: map[string]config.Limits{"acme": limits(10, 1, 5)},
+			fleet:   4,
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("rate", 100*ms)},
+				{tenant: "acme", want: spill("rate", 500*ms)},
+			},
+		},
+		{
+			name:    "over rate for long: the delay stops at 900 s",
+			tenants: map[string]config.Limits{"acme": limits(0.001, 1, 5)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("rate", 900*time.Second)},
+				{tenant: "acme", want: spill("rate", 900*time.Second)},
+			},
+		},
+		{
+			name:    "over concurrency: a short jittered delay until a job ends",
+			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 2)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("concurrency", 2500*ms)}, // 2 s × (0.5 + 0.75)
+				{done: 1},
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("concurrency", 2500*ms)},
+			},
+		},
+		{
+			name:    "a spill for concurrency takes no token",
+			tenants: map[string]config.Limits{"acme": limits(1, 1, 1)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("concurrency", 2500*ms)},
+				{tenant: "acme", want: spill("concurrency", 2500*ms)},
+				{done: 1},
+				{advance: time.Second, tenant: "acme", want: dispatch},
+			},
+		},
+		{
+			name:    "a spill for rate gives its slot back",
+			tenants: map[string]config.Limits{"acme": limits(1, 1, 1)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{done: 1},
+				{tenant: "acme", want: spill("rate", time.Second)},
+				{advance: time.Second, tenant: "acme", want: dispatch},
+			},
+		},
+		{
+			name: "tenants are apart",
+			tenants: map[string]config.Limits{
+				"acme": limits(1, 1, 1),
+				"beta": limits(1, 1, 1),
+			},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("concurrency", 2500*ms)},
+				{tenant: "beta", want: dispatch},
+			},
+		},
+		{
+			name:     "unknown tenants take the defaults, each its own",
+			tenants:  map[string]config.Limits{},
+			defaults: limits(100, 100, 1),
+			steps: []step{
+				{tenant: "gone", want: dispatch},
+				{tenant: "gone", want: spill("concurrency", 2500*ms)},
+				{tenant: "", want: dispatch},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newClock()
+			l, err := spillover.New(spillover.Config{
+				Tenants:       registry(t, tt.tenants),
+				Defaults:      tt.defaults,
+				FleetSizeFunc: func() int { return tt.fleet },
+				NowFunc:       c.Now,
+				RandFunc:      func() float64 { return 0.75 },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dones []func()
+			for i, s := range tt.steps {
+				c.Advance(s.advance)
+				if s.done > 0 {
+					dones[s.done-1]()
+					continue
+				}
+				got, done := admit(t, l, s.tenant)
+				if diff := cmp.Diff(s.want, got, cmpopts.EquateApprox(0, float64(time.Microsecond))); diff != "" {
+					t.Fatalf("step %d (-want +got):\n%s", i, diff)
+				}
+				if done != nil {
+					dones = append(dones, done)
+				}
+			}
+		})
+	}
+}
+
+// TestLimiterFollowsRegistry: a tenant's new limits apply at its next
+// message, without a restart.
+func TestLimiterFollowsRegistry(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	reg := registry(t, map[string]config.Limits{"acme": limits(1000, 1000, 1)})
+	l, err := spillover.New(spillover.Config{Tenants: reg, NowFunc: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := admit(t, l, "acme"); v.Action != consumer.Dispatch {
+		t.Fatalf("first: %v", v.Action)
+	}
+	if v, _ := admit(t, l, "acme"); v.Reason != "concurrency" {
+		t.Fatalf("second under concurrency 1: %+v, want a spill for concurrency", v)
+	}
+	if _, _, err := reg.Put(context.Background(), "acme", limits(1000, 1000, 3)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if v, _ := admit(t, l, "acme"); v.Action != consumer.Dispatch {
+			t.Fatalf("under concurrency raised to 3, message %d: %+v", i+2, v)
+		}
+	}
+	if v, _ := admit(t, l, "acme"); v.Reason != "concurrency" {
+		t.Errorf("fourth under concurrency 3: %+v, want a spill", v)
+	}
+	if _, _, err := reg.Put(context.Background(), "acme", limits(1000, 1000, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := admit(t, l, "acme"); v.Reason != "concurrency" {
+		t.Errorf("under concurrency lowered to 1 with 3 running: %+v, want a spill", v)
+	}
+}
+
+// unavailable is a semaphore and a rate limiter that fail closed.
+type unavailable struct{}
+
+func (unavailable) TryAcquire(context.Context, string, int) (throttle.Permit, bool, error) {
+	return throttle.Permit{}, false, throttle.ErrUnavailable
+}
+
+func (unavailable) Allow(context.Context, string, throttle.Limit, int) (throttle.Decision, error) {
+	return throttle.Decision{}, throttle.ErrUnavailable
+}
+
+// broken fails with an error of its own.
+type broken struct{}
+
+func (broken) Allow(context.Context, string, throttle.Limit, int) (throttle.Decision, error) {
+	return throttle.Decision{}, errors.New("boom")
+}
+
+func TestLimiterFailures(t *testing.T) {
+	t.Parallel()
+	reg := registry(t, map[string]config.Limits{"acme": limits(10, 10, 10)})
+	tests := []struct {
+		name    string
+		cfg     spillover.Config
+		want    verdict
+		wantErr bool
+	}{
+		{"semaphore failing closed", spillover.Config{Semaphore: unavailable{}}, spill("unavailable", 2500*ms), false},
+		{"rate failing closed", spillover.Config{Rate: unavailable{}}, spill("unavailable", 2500*ms), false},
+		{"another error goes to the worker", spillover.Config{Rate: broken{}}, verdict{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := tt.cfg
+			cfg.Tenants = reg
+			cfg.RandFunc = func() float64 { return 0.75 }
+			l, err := spillover.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := l.Admit(context.Background(), &consumer.Message{Tenant: "acme"})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err %v, want an error: %v", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, verdict{v.Action, v.Delay, v.Reason}); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLimiterMetrics(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	promReg := prometheus.NewRegistry()
+	var observed []time.Duration
+	l, err := spillover.New(spillover.Config{
+		Tenants: registry(t, map[string]config.Limits{
+			"acme": limits(1000, 1000, 1),
+			"beta": limits(1000, 1000, 1),
+		}),
+		MaxTenantLabels: 1,
+		ObserveFunc:     func(d time.Duration) { observed = append(observed, d) },
+		Registerer:      promReg,
+		NowFunc:         c.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, doneA := admit(t, l, "acme")
+	admit(t, l, "acme")             // spilled: concurrency
+	_, doneB := admit(t, l, "beta") // beyond one label: other
+	admit(t, l, "beta")
+	admit(t, l, "stranger") // not in the registry: other
+	want := map[string]float64{
+		`fairq_worker_tenant_in_flight{tenant="acme"}`:                           1,
+		`fairq_worker_tenant_in_flight{tenant="other"}`:                          2,
+		`fairq_worker_tenant_spilled_total{reason="concurrency",tenant="acme"}`:  1,
+		`fairq_worker_tenant_spilled_total{reason="concurrency",tenant="other"}`: 1,
+	}
+	if diff := cmp.Diff(want, series(t, promReg)); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+	c.Advance(1500 * ms)
+	doneA()
+	doneB()
+	want[`fairq_worker_tenant_in_flight{tenant="acme"}`] = 0
+	want[`fairq_worker_tenant_in_flight{tenant="other"}`] = 1
+	if diff := cmp.Diff(want, series(t, promReg)); diff != "" {
+		t.Errorf("metrics after two jobs ended (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]time.Duration{1500 * ms, 1500 * ms}, observed); diff != "" {
+		t.Errorf("processing times observed (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewInvalid(t *testing.T) {
+	t.Parallel()
+	reg := registry(t, nil)
+	for name, cfg := range map[string]spillover.Config{
+		"no tenants":         {},
+		"negative delay":     {Tenants: reg, ConcurrencyDelay: -time.Second},
+		"delay over 900 s":   {Tenants: reg, ConcurrencyDelay: time.Hour},
+		"invalid defaults":   {Tenants: reg, Defaults: config.Limits{Concurrency: ptr(0)}},
+		"negative label cap": {Tenants: reg, MaxTenantLabels: -1},
+	} {
+		if _, err := spillover.New(cfg); err == nil {
+			t.Errorf("%s: New accepted it", name)
+		}
+	}
+}
