@@ -130,6 +130,7 @@ type Autoscaling struct {
 
 	life    sync.Mutex
 	started bool
+	cancel  context.CancelFunc
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -238,8 +239,8 @@ func (a *Autoscaling) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Start reads the queues at once and every Interval until Stop or the
-// end of ctx.
+// Start reads the queues at once and every Interval until Stop: ctx only
+// carries values.
 func (a *Autoscaling) Start(ctx context.Context) error {
 	a.life.Lock()
 	defer a.life.Unlock()
@@ -247,6 +248,7 @@ func (a *Autoscaling) Start(ctx context.Context) error {
 		return errors.New("fleet: autoscaling already started")
 	}
 	a.started = true
+	ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go a.run(ctx)
 	return nil
 }
@@ -264,6 +266,7 @@ func (a *Autoscaling) Stop(ctx context.Context) error {
 	default:
 		close(a.stop)
 	}
+	a.cancel() // ends a read under way
 	a.life.Unlock()
 	select {
 	case <-a.done:

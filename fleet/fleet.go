@@ -76,11 +76,12 @@ type Fleet struct {
 
 	life    sync.Mutex // Start and Stop
 	started bool
+	kill    context.CancelFunc // ends the heartbeat as a crash would (tests)
 
 	mu   sync.Mutex
 	down bool // the latest heartbeat failed
-	// abandoned is set when the context given to Start ended: the
-	// registration is left to go stale, as after a crash.
+	// abandoned is set by a kill: the registration is left to go stale,
+	// as after a crash.
 	abandoned atomic.Bool
 	stop      chan struct{}
 	done      chan struct{}
@@ -185,10 +186,9 @@ func (f *Fleet) Size(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Start registers the worker and beats every Heartbeat until Stop. If
-// Redis cannot be reached, the worker keeps trying and Last stays 1 (or
-// what it last was). Cancelling ctx abandons the registration as a crash
-// would: the worker stops counting after three intervals.
+// Start registers the worker and beats every Heartbeat until Stop: ctx
+// only carries values. If Redis cannot be reached, the worker keeps trying
+// and Last stays 1 (or what it last was).
 func (f *Fleet) Start(ctx context.Context) error {
 	f.life.Lock()
 	defer f.life.Unlock()
@@ -196,6 +196,10 @@ func (f *Fleet) Start(ctx context.Context) error {
 		return errors.New("fleet: already started")
 	}
 	f.started = true
+	// kill abandons the registration as a crash would: the heartbeat
+	// stops and the worker stops counting after three intervals. Only
+	// tests use it.
+	ctx, f.kill = context.WithCancel(context.WithoutCancel(ctx))
 	if f.cfg.Redis == nil {
 		close(f.done)
 		return nil
@@ -225,6 +229,7 @@ func (f *Fleet) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	f.kill() // the heartbeat has ended: this only frees the context
 	if f.cfg.Redis == nil || f.abandoned.Load() {
 		return nil
 	}

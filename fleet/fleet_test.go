@@ -19,26 +19,24 @@ func redisClient(t testing.TB) *redis.Client {
 	return c
 }
 
-// member starts a worker's Fleet and returns it with the context whose
-// cancelling abandons it as a crash would; it is stopped when the test
-// ends.
-func member(t testing.TB, cfg fleet.Config) (*fleet.Fleet, context.CancelFunc) {
+// member starts a worker's Fleet; it is stopped when the test ends.
+func member(t testing.TB, cfg fleet.Config) *fleet.Fleet {
 	t.Helper()
 	f, err := fleet.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, crash := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
 	if err := f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	cancel() // Start's context only carries values: this ends nothing
 	t.Cleanup(func() {
 		if err := f.Stop(context.Background()); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
-		crash()
 	})
-	return f, crash
+	return f
 }
 
 func size(t testing.TB, f *fleet.Fleet) int {
@@ -75,12 +73,12 @@ func TestFleetSize(t *testing.T) {
 	c := redisClient(t)
 	prefix := testenv.Prefix(t) + ":"
 	reg := prometheus.NewRegistry()
-	a, _ := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "a", Heartbeat: beat, Registerer: reg})
+	a := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "a", Heartbeat: beat, Registerer: reg})
 	if got := size(t, a); got != 1 {
 		t.Fatalf("one worker: Size = %d", got)
 	}
-	b, crashB := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "b", Heartbeat: beat})
-	cw, _ := member(t, fleet.Config{Redis: c, Prefix: prefix, Heartbeat: beat})
+	b := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "b", Heartbeat: beat})
+	cw := member(t, fleet.Config{Redis: c, Prefix: prefix, Heartbeat: beat})
 	if got := size(t, a); got != 3 {
 		t.Fatalf("three workers: Size = %d", got)
 	}
@@ -99,7 +97,7 @@ func TestFleetSize(t *testing.T) {
 		t.Errorf("after a graceful stop: Size = %d, want 2 at once", got)
 	}
 
-	crashB()
+	b.Kill()
 	took := eventually(t, 2*time.Second, "a crashed worker leaves the count", func() bool { return size(t, a) == 1 })
 	if took > 3*beat+beat {
 		t.Errorf("a crashed worker counted for %v after the crash, want within three heartbeats (%v)", took, 3*beat)
@@ -109,7 +107,7 @@ func TestFleetSize(t *testing.T) {
 
 func TestFleetWithoutRedis(t *testing.T) {
 	t.Parallel()
-	f, _ := member(t, fleet.Config{})
+	f := member(t, fleet.Config{})
 	if got := size(t, f); got != 1 {
 		t.Errorf("Size without Redis = %d, want 1", got)
 	}
@@ -130,7 +128,7 @@ func TestFleetRedisDown(t *testing.T) {
 	t.Cleanup(func() { pc.Close() })
 	reg := prometheus.NewRegistry()
 	member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "steady", Heartbeat: beat})
-	f, _ := member(t, fleet.Config{Redis: pc, Prefix: prefix, ID: "cut", Heartbeat: beat, Registerer: reg})
+	f := member(t, fleet.Config{Redis: pc, Prefix: prefix, ID: "cut", Heartbeat: beat, Registerer: reg})
 	eventually(t, 2*time.Second, "both counted", func() bool { return f.Last() == 2 })
 
 	proxy.setDown(true)

@@ -81,7 +81,7 @@ func BenchmarkRedisCheckLatency(b *testing.B) {
 // semaphore: one round trip to take it; the release is batched by the
 // semaphore's goroutine.
 func BenchmarkRedisSemaphoreLatency(b *testing.B) {
-	s, _ := redisSemaphore(b, redisClient(b), testenv.Prefix(b)+":", time.Minute)
+	s := redisSemaphore(b, redisClient(b), testenv.Prefix(b)+":", time.Minute)
 	ctx := context.Background()
 	lat := make(latencies, 0, 1<<16)
 	b.ReportAllocs()

@@ -102,6 +102,7 @@ type RedisSemaphore struct {
 
 	lifecycle sync.Mutex
 	started   bool
+	kill      context.CancelFunc // ends the goroutine as a crash would (tests)
 	stopOnce  sync.Once
 }
 
@@ -111,7 +112,7 @@ type semState int
 const (
 	semIdle      semState = iota // not started, or stopped: a release is one call
 	semRunning                   // the goroutine renews and releases
-	semAbandoned                 // the context given to Start ended: nothing more is released
+	semAbandoned                 // killed, as by a crash: nothing more is released
 )
 
 // lease is one slot held by this process.
@@ -230,10 +231,7 @@ func (s *RedisSemaphore) release(l lease) {
 	}
 }
 
-// Start starts renewing held leases. Cancelling ctx abandons the
-// semaphore as a crash would: renewals stop, nothing is released (not
-// even by later Releases), and the leases expire within one Lease; Stop
-// then only waits.
+// Start starts renewing held leases, until Stop: ctx only carries values.
 func (s *RedisSemaphore) Start(ctx context.Context) error {
 	s.lifecycle.Lock()
 	defer s.lifecycle.Unlock()
@@ -241,6 +239,10 @@ func (s *RedisSemaphore) Start(ctx context.Context) error {
 		return errors.New("throttle: semaphore already started")
 	}
 	s.started = true
+	// kill abandons the semaphore as a crash would: renewals stop,
+	// nothing is released (not even by later Releases) and the leases
+	// expire within one Lease. Only tests use it, to play a crash.
+	ctx, s.kill = context.WithCancel(context.WithoutCancel(ctx))
 	s.mu.Lock()
 	s.state = semRunning
 	s.mu.Unlock()
@@ -261,13 +263,14 @@ func (s *RedisSemaphore) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	select {
 	case <-s.done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	s.kill() // the goroutine has ended: this only frees the context
+	return nil
 }
 
-// run renews and releases until Stop or the end of ctx.
+// run renews and releases until Stop, or until ctx ends (a kill).
 func (s *RedisSemaphore) run(ctx context.Context) {
 	defer close(s.done)
 	t := time.NewTicker(s.cfg.RenewEvery)

@@ -20,26 +20,26 @@ func redisClient(t testing.TB) *redis.Client {
 }
 
 // redisSemaphore returns a started RedisSemaphore, stopped when the test
-// ends, and the context whose cancelling abandons it as a crash would.
-func redisSemaphore(t testing.TB, c *redis.Client, prefix string, lease time.Duration) (*throttle.RedisSemaphore, context.CancelFunc) {
+// ends.
+func redisSemaphore(t testing.TB, c *redis.Client, prefix string, lease time.Duration) *throttle.RedisSemaphore {
 	t.Helper()
 	s, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: prefix, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, crash := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	cancel() // Start's context only carries values: this ends nothing
 	t.Cleanup(func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := s.Stop(stopCtx); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
-		crash()
 	})
-	return s, crash
+	return s
 }
 
 // eventually checks cond every 20 ms until it holds or d passes, and
@@ -74,8 +74,8 @@ func TestRedisSemaphoreSharedLimit(t *testing.T) {
 	t.Parallel()
 	c := redisClient(t)
 	prefix := testenv.Prefix(t) + ":"
-	a, _ := redisSemaphore(t, c, prefix, time.Minute)
-	b, _ := redisSemaphore(t, c, prefix, time.Minute)
+	a := redisSemaphore(t, c, prefix, time.Minute)
+	b := redisSemaphore(t, c, prefix, time.Minute)
 
 	var (
 		wg      sync.WaitGroup
@@ -131,8 +131,8 @@ func TestRedisSemaphoreLeases(t *testing.T) {
 	const lease = time.Second
 	c := redisClient(t)
 	prefix := testenv.Prefix(t) + ":"
-	holder, crash := redisSemaphore(t, c, prefix, lease)
-	other, _ := redisSemaphore(t, c, prefix, lease)
+	holder := redisSemaphore(t, c, prefix, lease)
+	other := redisSemaphore(t, c, prefix, lease)
 	var held []throttle.Permit
 	for range 2 {
 		p, ok := tryAcquire(t, holder, "acme", 2)
@@ -156,7 +156,7 @@ func TestRedisSemaphoreLeases(t *testing.T) {
 		}
 	}
 
-	crash()
+	holder.Kill()
 	crashed := time.Now()
 	for _, p := range held {
 		p.Release() // a crashed process releases nothing: its leases expire
@@ -176,7 +176,7 @@ func TestRedisSemaphoreLeases(t *testing.T) {
 	}
 
 	// A stopped holder gives its slots back at once.
-	stopper, _ := redisSemaphore(t, c, prefix, time.Hour)
+	stopper := redisSemaphore(t, c, prefix, time.Hour)
 	if _, ok := tryAcquire(t, stopper, "acme2", 1); !ok {
 		t.Fatal("refused on a free semaphore")
 	}

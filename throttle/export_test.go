@@ -1,0 +1,13 @@
+package throttle
+
+// Kill abandons the semaphore as a crash would (see Start): renewals stop
+// and nothing is released, so its leases run out. Stop must still be
+// called to wait for it.
+func (s *RedisSemaphore) Kill() {
+	s.lifecycle.Lock()
+	kill := s.kill
+	s.lifecycle.Unlock()
+	if kill != nil {
+		kill()
+	}
+}
