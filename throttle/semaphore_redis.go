@@ -80,7 +80,8 @@ func (c RedisSemaphoreConfig) validate() error {
 // removals are made by that one goroutine in order, so a released lease is
 // never put back. Release does not wait for Redis: the slot is removed
 // from Redis at once by the goroutine, and if that fails it is tried again
-// at the next renewal, and expires in any case within a Lease.
+// as soon as a TryAcquire finds Redis answering, or at the next renewal,
+// and expires in any case within a Lease.
 //
 // If a TryAcquire's reply is lost (a timeout), the lease may have been
 // taken without this process knowing: it is not renewed and expires within
@@ -188,12 +189,18 @@ func (s *RedisSemaphore) TryAcquire(ctx context.Context, key string, limit int) 
 	if err != nil {
 		return Permit{}, false, fmt.Errorf("semaphore %q: %w", key, err)
 	}
+	s.mu.Lock()
+	if n == 1 {
+		s.held[l] = struct{}{}
+	}
+	retry := s.failing && len(s.pending) > 0
+	s.mu.Unlock()
+	if retry {
+		s.wakeUp() // Redis answers again: remove the leases released meanwhile now
+	}
 	if n != 1 {
 		return Permit{}, false, nil
 	}
-	s.mu.Lock()
-	s.held[l] = struct{}{}
-	s.mu.Unlock()
 	return newPermit(func() { s.release(l) }), true, nil
 }
 
@@ -217,10 +224,7 @@ func (s *RedisSemaphore) release(l lease) {
 	case semRunning:
 		s.pending = append(s.pending, pendingRelease{lease: l, at: time.Now()})
 		s.mu.Unlock()
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		s.wakeUp()
 		return
 	}
 	s.mu.Unlock()
@@ -228,6 +232,14 @@ func (s *RedisSemaphore) release(l lease) {
 	defer cancel()
 	if err := s.cfg.Client.ZRem(ctx, l.key, l.id).Err(); err != nil {
 		s.cfg.Logger.Warn("semaphore lease not released; it expires within its lease", "err", err, "lease", s.cfg.Lease)
+	}
+}
+
+// wakeUp asks the goroutine to remove the released leases.
+func (s *RedisSemaphore) wakeUp() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 
