@@ -11,7 +11,12 @@
 //     spilled with a short jittered delay, uniform between half and one
 //     and a half Config.ConcurrencyDelay (1–3 s by default), reason
 //     "concurrency": soon enough that a slot freed is used, spread so that
-//     spilled messages do not all come back at once.
+//     spilled messages do not all come back at once. When more of T's
+//     messages wait than its slots free up in that time, each gets
+//     instead its turn at the rate they free up (concurrency ÷ T's mean job
+//     time on this worker, at the worker's share), so that a deep backlog
+//     of a tenant held at its concurrency costs about one move per slot
+//     freed rather than one per waiting message every few seconds.
 //   - Otherwise, if T is over its process_rate, the message is spilled,
 //     reason "rate", with the delay of its own turn: not before the rate
 //     limiter's wait for the next token, and 1/rate after the turn of the

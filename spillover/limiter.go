@@ -123,7 +123,9 @@ func (c Config) validate() error {
 type Limiter struct {
 	cfg      Config
 	defaults config.Resolved
-	pacer    *throttle.Pacer
+	pacer    *throttle.Pacer // turns of messages spilled for rate
+	waiting  *throttle.Pacer // turns of messages spilled for concurrency
+	jobs     *durations
 	labels   *labels
 	metrics  *metrics
 }
@@ -145,6 +147,8 @@ func New(cfg Config) (*Limiter, error) {
 		cfg:      cfg,
 		defaults: config.Config{Defaults: cfg.Defaults}.Resolve(config.Limits{}),
 		pacer:    throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
+		waiting:  throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
+		jobs:     newDurations(cfg.NowFunc()),
 		labels:   newLabels(cfg.MaxTenantLabels),
 		metrics:  m,
 	}, nil
@@ -170,7 +174,7 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		return l.failed(label, id, err)
 	}
 	if !ok {
-		return l.spill(label, ReasonConcurrency, l.concurrencyDelay()), nil
+		return l.spill(label, ReasonConcurrency, l.concurrencyWait(id, lim.Concurrency)), nil
 	}
 	d, err := l.cfg.Rate.Allow(ctx, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, 1)
 	if err != nil {
@@ -193,10 +197,29 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	return consumer.Verdict{Action: consumer.Dispatch, Done: func() {
 		permit.Release()
 		inFlight.Dec()
+		end := l.cfg.NowFunc()
+		took := end.Sub(start)
+		l.jobs.observe(id, took, end)
 		if l.cfg.ObserveFunc != nil {
-			l.cfg.ObserveFunc(l.cfg.NowFunc().Sub(start))
+			l.cfg.ObserveFunc(took)
 		}
 	}}, nil
+}
+
+// concurrencyWait is the delay of a message spilled for concurrency: a
+// short jittered delay, or, when more of the tenant's messages wait than
+// its slots free up in that time, its turn at the rate they free up (its
+// concurrency ÷ its mean job time, at this worker's share), so that the
+// messages waiting for a slot come back about as fast as slots free up
+// rather than all of them every few seconds.
+func (l *Limiter) concurrencyWait(tenant string, concurrency int) time.Duration {
+	short := l.concurrencyDelay()
+	mean, ok := l.jobs.of(tenant)
+	if !ok || concurrency <= 0 {
+		return short
+	}
+	rate := float64(concurrency) / mean.Seconds() * throttle.Share(l.cfg.FleetSizeFunc())
+	return l.waiting.Reserve(tenant, rate, short, queue.MaxDelay)
 }
 
 // spill returns the verdict that moves a message to overflow.

@@ -150,6 +150,31 @@ func TestLimiterVerdicts(t *testing.T) {
 			},
 		},
 		{
+			name:    "many waiting for a slot: turns at the rate slots free up",
+			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 2)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{advance: time.Second, done: 1}, // jobs take 1 s: 2 slots free up 2 a second
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("concurrency", 2500*ms)},
+				{tenant: "acme", want: spill("concurrency", 3000*ms)},
+				{tenant: "acme", want: spill("concurrency", 3500*ms)},
+			},
+		},
+		{
+			name:    "many waiting for a slot in a fleet of two: this worker's share",
+			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 1)},
+			fleet:   2,
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{advance: 500 * ms, done: 1}, // 1 slot, 2 a second, half for this worker
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("concurrency", 2500*ms)},
+				{tenant: "acme", want: spill("concurrency", 3500*ms)},
+			},
+		},
+		{
 			name:    "a spill for concurrency takes no token",
 			tenants: map[string]config.Limits{"acme": limits(1, 1, 1)},
 			steps: []step{
