@@ -142,6 +142,17 @@ func TestConcurrencyAcrossWorkers(t *testing.T) {
 	if spilled == 0 {
 		t.Error("no spill for concurrency counted")
 	}
+	// The autoscaling target of a worker of 10 slots whose jobs take a
+	// little over 100 ms: 10 s ÷ (0.1 s ÷ 10), a little under 1,000.
+	if err := a.scaling.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if target := a.metric(t, "fairq_backlog_target_per_instance"); target < 500 || target > 1000 {
+		t.Errorf("fairq_backlog_target_per_instance = %v, want a little under 1000", target)
+	}
+	if workers := a.metric(t, "fairq_fleet_workers"); workers != 2 {
+		t.Errorf("fairq_fleet_workers = %v, want the 2 workers", workers)
+	}
 	w.account(t, slices.Concat(acme, beta), 0, a, b)
 }
 

@@ -126,6 +126,7 @@ type worker struct {
 	w       *consumer.Worker
 	fleet   *fleet.Fleet
 	sem     *throttle.RedisSemaphore // nil without Redis
+	scaling *fleet.Autoscaling
 	reg     *prometheus.Registry
 	stopped bool
 }
@@ -146,9 +147,21 @@ func (w *world) startWorker(o workerOptions) *worker {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wk.scaling, err = fleet.NewAutoscaling(fleet.AutoscalingConfig{
+		Depths:     w.b,
+		Queues:     slices.Concat(w.names.Live, []string{w.names.Overflow, w.names.Backlog}),
+		SizeFunc:   wk.fleet.Last,
+		Slots:      cmp.Or(o.connections, consumer.ConnectionsDefault),
+		Logger:     log,
+		Registerer: wk.reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := spillover.Config{
 		Tenants:          w.tenants,
 		FleetSizeFunc:    wk.fleet.Last,
+		ObserveFunc:      wk.scaling.Observe,
 		ConcurrencyDelay: o.concurrencyDelay,
 		Registerer:       wk.reg,
 	}
@@ -215,6 +228,9 @@ func (w *world) startWorker(o workerOptions) *worker {
 			t.Fatal(err)
 		}
 	}
+	if err := wk.scaling.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := wk.w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +250,9 @@ func (wk *worker) stop(t testing.TB) {
 	defer cancel()
 	if err := wk.w.Stop(ctx); err != nil {
 		t.Errorf("worker Stop: %v", err)
+	}
+	if err := wk.scaling.Stop(ctx); err != nil {
+		t.Errorf("autoscaling Stop: %v", err)
 	}
 	if wk.sem != nil {
 		if err := wk.sem.Stop(ctx); err != nil {
@@ -258,6 +277,7 @@ func (wk *worker) halt(t testing.TB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	wk.scaling.Stop(ctx)
 	if wk.sem != nil {
 		wk.sem.Stop(ctx)
 	}
