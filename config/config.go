@@ -135,6 +135,10 @@ type Worker struct {
 	// CronFile is an Elastic Beanstalk cron.yaml of periodic tasks; empty
 	// runs none.
 	CronFile string `yaml:"cron_file"`
+	// AcceptableLatency is how long a message may wait for a worker; the
+	// autoscaling target fairq_backlog_target_per_instance is this ÷ the
+	// mean processing time per worker.
+	AcceptableLatency time.Duration `yaml:"acceptable_latency"`
 }
 
 // Gateway configures the front door beyond the contract's keys.
@@ -176,6 +180,7 @@ func Default() Config {
 			BacklogAge:             5 * time.Minute,
 			DropAge:                0,
 			CronFile:               "",
+			AcceptableLatency:      10 * time.Second,
 		},
 		Gateway: Gateway{
 			MaxMessageSize:    256 << 10,

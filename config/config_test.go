@@ -38,6 +38,7 @@ func TestDefault(t *testing.T) {
 			ErrorVisibilityTimeout: 300 * time.Second,
 			MaxRetries:             10,
 			BacklogAge:             5 * time.Minute,
+			AcceptableLatency:      10 * time.Second,
 		},
 		Gateway: Gateway{MaxMessageSize: 262144, IdempotencyWindow: 24 * time.Hour},
 		Log:     Log{Level: "info"},

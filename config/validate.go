@@ -213,4 +213,5 @@ func (c Config) checkWorker(p *problems) {
 	if w.DropAge < 0 {
 		p.add("worker.drop_age", 0, "must not be negative, got %v", w.DropAge)
 	}
+	between("worker.acceptable_latency", w.AcceptableLatency, time.Millisecond, maxVisibility)
 }

@@ -42,6 +42,7 @@ func TestValidate(t *testing.T) {
 		{name: "redis addr", edit: func(c *Config) { c.Redis.Addr = "redis:6379" }},
 		{name: "redis addr no port", edit: func(c *Config) { c.Redis.Addr = "redis" }, want: []string{"redis.addr"}},
 		{name: "redis addr no host", edit: func(c *Config) { c.Redis.Addr = ":6379" }, want: []string{"redis.addr"}, reason: "no host"},
+		{name: "acceptable latency zero", edit: func(c *Config) { c.Worker.AcceptableLatency = 0 }, want: []string{"worker.acceptable_latency"}},
 		{name: "log level", edit: func(c *Config) { c.Log.Level = "verbose" }, want: []string{"log.level"}, reason: "unknown level"},
 		{name: "log format", edit: func(c *Config) { c.Log.Format = "xml" }, want: []string{"log.format"}, reason: "unknown format"},
 		{name: "log text debug", edit: func(c *Config) { c.Log = Log{Level: "debug", Format: "text"} }},
