@@ -146,6 +146,11 @@ func TestDevEndToEnd(t *testing.T) {
 	const key = "fq_end_to_end_test_key"
 	backends := map[string]func(t *testing.T) (string, func(string) string){
 		"memory": func(t *testing.T) (string, func(string) string) { return "backend: memory\n", nil },
+		// The same on a fleet's shared state: registry, limits, backlog
+		// counters, idempotency keys and fleet registration in Redis.
+		"memory+redis": func(t *testing.T) (string, func(string) string) {
+			return fmt.Sprintf("backend: memory\nredis: {addr: %q}\nsqs: {queue_prefix: %s}\n", testenv.RedisAddr(t), testenv.Prefix(t)), nil
+		},
 		"sqs": func(t *testing.T) (string, func(string) string) {
 			endpoint := testenv.SQSEndpoint(t)
 			yaml := fmt.Sprintf("backend: sqs\nsqs: {endpoint: %q, queue_prefix: %s, region: us-east-1}\n", endpoint, testenv.Prefix(t))

@@ -16,10 +16,12 @@ import (
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/schedule"
 	"github.com/fairq/fairq/sharding"
+	"github.com/fairq/fairq/spillover"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
 )
@@ -53,6 +55,11 @@ type system struct {
 	gateway   *gateway.Server
 	worker    *consumer.Worker
 	scheduler *schedule.Scheduler // nil without worker.cron_file
+
+	// The worker's fleet-wide limits and autoscaling signals.
+	fleet       *fleet.Fleet
+	semaphore   *throttle.RedisSemaphore // nil without Redis
+	autoscaling *fleet.Autoscaling
 
 	// started holds what Start started, in order; Stop stops it in reverse.
 	started []component
@@ -178,10 +185,82 @@ func (s *system) withGateway() error {
 	return nil
 }
 
+// workerLimiter builds the per-tenant process_rate and concurrency limits
+// of the worker (package spillover) and the fleet registration they divide
+// by when Redis is down. With Redis, both limits hold across the fleet;
+// without it, they hold in this process.
+func (s *system) workerLimiter() (consumer.Limiter, error) {
+	var err error
+	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), Logger: s.logger, Registerer: s.registry})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	s.autoscaling, err = fleet.NewAutoscaling(fleet.AutoscalingConfig{
+		Depths:            s.backend,
+		Queues:            append(append([]string{}, s.names.Live...), s.names.Overflow, s.names.Backlog),
+		SizeFunc:          s.fleet.Last,
+		AcceptableLatency: s.cfg.Worker.AcceptableLatency,
+		Slots:             s.cfg.Worker.Connections,
+		Logger:            s.logger,
+		Registerer:        s.registry,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("autoscaling: %w", err)
+	}
+	cfg := spillover.Config{
+		Tenants:       s.tenants,
+		Defaults:      s.cfg.Defaults,
+		FleetSizeFunc: s.fleet.Last,
+		ObserveFunc:   s.autoscaling.Observe,
+		Registerer:    s.registry,
+	}
+	if s.redis != nil {
+		primary, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: s.redis, Prefix: s.keyPrefix()})
+		if err != nil {
+			return nil, err
+		}
+		// While Redis is down each worker takes its share of the rate:
+		// the tenant's rate divided by the last known fleet size.
+		cfg.Rate, err = throttle.NewFailoverLimiter(throttle.FailoverConfig{
+			Primary: primary,
+			Fallback: &throttle.ScaledLimiter{
+				Limiter:    throttle.NewLocalLimiter(throttle.LocalConfig{}),
+				FactorFunc: func() float64 { return throttle.Share(s.fleet.Last()) },
+			},
+			FailClosed: !s.cfg.Redis.FailOpen,
+			Component:  "worker_ratelimit",
+			Logger:     s.logger,
+			Registerer: s.registry,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.semaphore, err = throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: s.redis, Prefix: s.keyPrefix(), Logger: s.logger})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Semaphore, err = throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
+			Primary:       s.semaphore,
+			FailClosed:    !s.cfg.Redis.FailOpen,
+			FleetSizeFunc: s.fleet.Last,
+			Component:     "worker_semaphore",
+			Logger:        s.logger,
+			Registerer:    s.registry,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return spillover.New(cfg)
+}
+
 // withWorker adds the consumer daemon with the given handler.
 func (s *system) withWorker(h consumer.Handler) error {
 	w := s.cfg.Worker
-	var err error
+	limiter, err := s.workerLimiter()
+	if err != nil {
+		return err
+	}
 	s.worker, err = consumer.New(consumer.Config{
 		Backend:                s.backend,
 		Names:                  s.names,
@@ -193,6 +272,7 @@ func (s *system) withWorker(h consumer.Handler) error {
 		InactivityTimeout:      w.InactivityTimeout,
 		BacklogAge:             w.BacklogAge,
 		DropAge:                w.DropAge,
+		Limiter:                limiter,
 		Backlog:                s.backlog,
 		Logger:                 s.logger,
 		Registerer:             s.registry,
@@ -247,7 +327,14 @@ func (s *system) Start(ctx context.Context) error {
 		parts = append(parts, s.tracker, s.gateway)
 	}
 	if s.worker != nil {
-		parts = append(parts, s.worker)
+		// The fleet registration and the lease renewer before the worker
+		// that relies on them; the worker stops first and releases its
+		// permits before the renewer stops.
+		parts = append(parts, s.fleet)
+		if s.semaphore != nil {
+			parts = append(parts, s.semaphore)
+		}
+		parts = append(parts, s.autoscaling, s.worker)
 	}
 	if s.scheduler != nil {
 		parts = append(parts, s.scheduler)
