@@ -89,10 +89,15 @@ func (w *Worker) priority(p poller, batch bool) prio {
 	return prioLive
 }
 
-// spawn starts a receive loop.
-func (w *Worker) spawn(pollCtx, jobCtx context.Context, p poller) {
-	w.pollers.Add(1)
-	go w.poll(pollCtx, jobCtx, p)
+// spawn starts receive loops. They count as contenders for slots from
+// before the first of them runs, so that none of them takes a scarce slot
+// for a long poll because the others have not started yet.
+func (w *Worker) spawn(pollCtx, jobCtx context.Context, ps ...poller) {
+	w.contenders.Add(int64(len(ps)))
+	w.pollers.Add(len(ps))
+	for _, p := range ps {
+		go w.poll(pollCtx, jobCtx, p)
+	}
 }
 
 // poll is one receive loop.
@@ -106,8 +111,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	batch := p.extra
 	failures := 0
 	fulls, partials := 0, 0 // consecutive full and not-full receives
-	w.contenders.Add(1)
-	defer w.contenders.Add(-1)
+	defer w.contenders.Add(-1) // added by spawn
 	for ctx.Err() == nil {
 		if p.class == classBacklog && !w.live.isIdle() {
 			w.contenders.Add(-1) // not competing for slots while it waits

@@ -279,15 +279,17 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.hb.run(hbCtx)
 	}()
 
+	var loops []poller
 	for _, q := range w.cfg.Names.Live {
-		w.spawn(pollCtx, jobCtx, poller{queue: q, class: classLive})
+		loops = append(loops, poller{queue: q, class: classLive})
 	}
 	if q := w.cfg.Names.Overflow; q != "" {
-		w.spawn(pollCtx, jobCtx, poller{queue: q, class: classOverflow})
+		loops = append(loops, poller{queue: q, class: classOverflow})
 	}
 	if q := w.cfg.Names.Backlog; q != "" {
-		w.spawn(pollCtx, jobCtx, poller{queue: q, class: classBacklog})
+		loops = append(loops, poller{queue: q, class: classBacklog})
 	}
+	w.spawn(pollCtx, jobCtx, loops...)
 
 	// The supervisor owns the shutdown, in this order: stop receiving;
 	// let jobs finish within the grace period, then cancel the rest,
