@@ -243,6 +243,9 @@ func decodeBatch(data []byte) ([]json.RawMessage, error) {
 
 // decodeEntry checks message i of a batch.
 func decodeEntry(raw json.RawMessage, i int) (message, error) {
+	if m, ok := scanMessage(raw, true); ok { // decodeMessage's fast path
+		return m, nil
+	}
 	prefix := fmt.Sprintf("messages[%d].", i)
 	if raw[0] != '{' {
 		return message{}, errorf(CodeInvalidRequest, "messages[%d] must be an object", i)

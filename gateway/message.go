@@ -46,10 +46,21 @@ type message struct {
 // refuses or fairq reserves, and characters SQS refuses are
 // invalid_request errors that name the problem. The size is checked by the
 // caller, which knows the reserved attributes.
+//
+// Every message first takes scanMessage's fast path; what that one is not
+// sure of comes back here to decodeMessageFull, which words any error.
 func decodeMessage(data []byte, batchEntry bool) (message, error) {
 	if !utf8.Valid(data) {
 		return message{}, errorf(CodeInvalidRequest, "request body is not valid UTF-8")
 	}
+	if m, ok := scanMessage(data, batchEntry); ok {
+		return m, nil
+	}
+	return decodeMessageFull(data, batchEntry)
+}
+
+// decodeMessageFull is decodeMessage through encoding/json.
+func decodeMessageFull(data []byte, batchEntry bool) (message, error) {
 	fields, err := decodeObject(data, "request body")
 	if err != nil {
 		return message{}, err
@@ -204,26 +215,31 @@ func attributesOf(raw json.RawMessage, prefix string) (map[string]string, error)
 // checkAttributeName applies SQS's rules for message attribute names and
 // keeps fairq's own names for fairq.
 func checkAttributeName(name string) *Error {
-	q := quoteName(name)
 	if name == "" || len(name) > MaxAttributeName {
-		return errorf(CodeInvalidRequest, "attribute name %s must be 1–%d characters", q, MaxAttributeName)
+		return errorf(CodeInvalidRequest, "attribute name %s must be 1–%d characters", quoteName(name), MaxAttributeName)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return errorf(CodeInvalidRequest, "attribute name %s may hold only letters, digits, '-', '_' and '.'", q)
+			return errorf(CodeInvalidRequest, "attribute name %s may hold only letters, digits, '-', '_' and '.'", quoteName(name))
 		}
 	}
-	lower := strings.ToLower(name)
+	// The name is ASCII: the prefixes are compared without a lowercased
+	// copy.
 	switch {
 	case name[0] == '.' || name[len(name)-1] == '.' || strings.Contains(name, ".."):
-		return errorf(CodeInvalidRequest, "attribute name %s must not start or end with '.' or hold '..'", q)
-	case strings.HasPrefix(lower, "aws.") || strings.HasPrefix(lower, "amazon."):
-		return errorf(CodeInvalidRequest, "attribute name %s: names starting with AWS. or Amazon. are reserved by SQS", q)
-	case strings.HasPrefix(lower, reservedAttributePrefix) || lower == envelope.AttrTraceparent:
-		return errorf(CodeInvalidRequest, "attribute name %s is reserved by fairq (names starting with %q, and traceparent, which is taken from the header)", q, reservedAttributePrefix)
+		return errorf(CodeInvalidRequest, "attribute name %s must not start or end with '.' or hold '..'", quoteName(name))
+	case hasPrefixFold(name, "aws.") || hasPrefixFold(name, "amazon."):
+		return errorf(CodeInvalidRequest, "attribute name %s: names starting with AWS. or Amazon. are reserved by SQS", quoteName(name))
+	case hasPrefixFold(name, reservedAttributePrefix) || strings.EqualFold(name, envelope.AttrTraceparent):
+		return errorf(CodeInvalidRequest, "attribute name %s is reserved by fairq (names starting with %q, and traceparent, which is taken from the header)", quoteName(name), reservedAttributePrefix)
 	}
 	return nil
+}
+
+// hasPrefixFold reports whether s starts with prefix, ignoring case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 func delayOf(raw json.RawMessage, prefix string) (time.Duration, error) {

@@ -1,9 +1,14 @@
 package gateway
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/fairq/fairq/envelope"
 )
@@ -28,12 +33,50 @@ func FuzzDecodeMessage(f *testing.F) {
 		`{"body":"x","delay_seconds":1e3}`,
 		`{"body":"x","delay_seconds":-0}`,
 		`{"body":"x","attributes":{"":"v"}}`,
+		" \t{ \"body\" : { \"a\" : [ 1 , -2.5e+3 , true , false , null , \"s p\" ] } ,\n\"delay_seconds\" : 12 }\r\n",
+		`{"body":"esc \" \\ \/ \b \f \n \r \t \u00e9 \ud83d\ude00 \ud83d \udc00x"}`,
+		`{"body":"x","attributes":{"k\u0069nd":"v\u00e9","b":"\ud800"}}`,
+		`{"body":"x","body":"y"}`,
+		`{"body":"x","attributes":{"a":"1","a":"2"}}`,
+		`{"body":"x","attributes":{"a":"1"},"attributes":null}`,
+		`{"bod\u0079":"x"}`,
+		`{"Body":"x"}`,
+		`{"body":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
+		`{"body":{"a":01}}`,
+		`{"body":-0.0e-0,"delay_seconds":0}`,
+		`{"body":"x","delay_seconds":900,"idempotency_key":null}`,
+		`{"body":"x","delay_seconds":901}`,
+		`{"body":"x","delay_seconds":5.0}`,
+		`{"body":"x","attributes":{},"idempotency_key":"\u0041b"}`,
+		`{"body":"","attributes":{"a":""}}`,
+		`{"body":"x"}{}`,
+		`{"body":"x",}`,
+		`{"body":"x","attributes":{"a0":"v","a1":"v","a2":"v","a3":"v","a4":"v","a5":"v","a6":"v"}}`,
 	} {
 		f.Add([]byte(seed), false)
 		f.Add([]byte(seed), true)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, batchEntry bool) {
 		m, err := decodeMessage(data, batchEntry)
+		if utf8.Valid(data) {
+			// The fast path takes only what encoding/json's path takes,
+			// with the same result, and the answer is the full path's.
+			full, fullErr := decodeMessageFull(data, batchEntry)
+			if fast, ok := scanMessage(data, batchEntry); ok {
+				if fullErr != nil {
+					t.Fatalf("fast path took %q; the full path refuses it: %v", data, fullErr)
+				}
+				if diff := cmp.Diff(full, fast, cmp.AllowUnexported(message{})); diff != "" {
+					t.Fatalf("%q: fast path differs from the full path (-full +fast):\n%s", data, diff)
+				}
+			}
+			if diff := cmp.Diff(errorDetail(fullErr), errorDetail(err)); diff != "" {
+				t.Fatalf("%q: error differs from the full path's (-full +got):\n%s", data, diff)
+			}
+			if diff := cmp.Diff(full, m, cmp.AllowUnexported(message{})); err == nil && diff != "" {
+				t.Fatalf("%q: message differs from the full path's (-full +got):\n%s", data, diff)
+			}
+		}
 		if err != nil {
 			e, ok := err.(*Error)
 			if !ok || e.Code != CodeInvalidRequest || e.Detail == "" {
@@ -77,6 +120,8 @@ func FuzzDecodeBatch(f *testing.F) {
 		`{"messages":null}`,
 		`{"messages":[{"body":"x"}],"extra":1}`,
 		`{"messages":[{"body":"x","attributes":{"fairq-tenant":"t"}}]}`,
+		`{"messages":[{"body":"x","idempotency_key":"k"},{"body":"y","idempotency_key":"k","idempotency_key":null}]}`,
+		`{"messages":[ {"body" : {"a":[1, 2]} , "attributes":{"k":"v"}} ]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -92,6 +137,19 @@ func FuzzDecodeBatch(f *testing.F) {
 			t.Fatalf("accepted %d messages", len(raws))
 		}
 		for i, raw := range raws {
+			if fast, ok := scanMessage(raw, true); ok {
+				var fields map[string]json.RawMessage
+				if err := json.Unmarshal(raw, &fields); err != nil {
+					t.Fatalf("entry %d: fast path took %q; encoding/json refuses it: %v", i, raw, err)
+				}
+				full, err := messageOf(fields, "", true)
+				if err != nil {
+					t.Fatalf("entry %d: fast path took %q; the full path refuses it: %v", i, raw, err)
+				}
+				if diff := cmp.Diff(full, fast, cmp.AllowUnexported(message{})); diff != "" {
+					t.Fatalf("entry %d: fast path differs from the full path (-full +fast):\n%s", i, diff)
+				}
+			}
 			if _, err := decodeEntry(raw, i); err != nil {
 				e, ok := err.(*Error)
 				if !ok || e.Code != CodeInvalidRequest || !strings.Contains(e.Detail, fmt.Sprintf("messages[%d]", i)) {
@@ -100,4 +158,16 @@ func FuzzDecodeBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// errorDetail is what a client is told of a decoding error, "" for none.
+func errorDetail(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return "not an *Error: " + err.Error()
+	}
+	return string(e.Code) + ": " + e.Detail
 }
