@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,23 +13,13 @@ import (
 // TestDLQRedrive dead-letters messages of two tenants on the emulator and
 // moves one tenant's back with `fairq dlq redrive --tenant`.
 func TestDLQRedrive(t *testing.T) {
-	endpoint := testenv.SQSEndpoint(t)
-	prefix := testenv.Prefix(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	path := filepath.Join(t.TempDir(), "fairq.yaml")
-	yaml := fmt.Sprintf("backend: sqs\nsqs: {endpoint: %q, queue_prefix: %s}\npool: {queues: 4, shard_size: 2}\n", endpoint, prefix)
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cli := func(args ...string) (string, int) {
+	path, prefix := sqsConfig(t, "pool: {queues: 4, shard_size: 2}\n")
+	fairq := func(args ...string) (string, int) {
 		t.Helper()
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), append([]string{"fairq"}, args...),
-			func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
-		return stdout.String() + stderr.String(), code
+		code, stdout, stderr := cli(t, args...)
+		return stdout + stderr, code
 	}
-	if out, code := cli("queues", "create", "--config", path); code != 0 {
+	if out, code := fairq("queues", "create", "--config", path); code != 0 {
 		t.Fatalf("queues create: %d %s", code, out)
 	}
 	b := testenv.SQSBackend(t)
@@ -51,7 +37,7 @@ func TestDLQRedrive(t *testing.T) {
 		t.Fatalf("seed DLQ: %v %v", res, err)
 	}
 
-	out, code := cli("dlq", "redrive", "--config", path, "--tenant", "acme")
+	out, code := fairq("dlq", "redrive", "--config", path, "--tenant", "acme")
 	if code != 0 || !strings.Contains(out, "moved 2, skipped 1, failed 0") || !strings.Contains(out, `tenant "acme": 2`) {
 		t.Fatalf("dlq redrive: exit %d, output:\n%s", code, out)
 	}
@@ -80,7 +66,7 @@ func TestDLQRedrive(t *testing.T) {
 			}
 		}
 	}
-	if out, code := cli("dlq", "redrive", "--config", path, "--max", "-1"); code != 2 {
+	if out, code := fairq("dlq", "redrive", "--config", path, "--max", "-1"); code != 2 {
 		t.Errorf("--max -1: exit %d, want 2; %s", code, out)
 	}
 }

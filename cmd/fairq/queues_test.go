@@ -1,11 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,24 +11,14 @@ import (
 // creates all eleven with their redrive policy, the second changes nothing
 // and says so.
 func TestQueuesCreate(t *testing.T) {
-	endpoint := testenv.SQSEndpoint(t)
-	prefix := testenv.Prefix(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	path := filepath.Join(t.TempDir(), "fairq.yaml")
-	yaml := fmt.Sprintf("backend: sqs\nsqs: {endpoint: %q, queue_prefix: %s}\n", endpoint, prefix)
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path, prefix := sqsConfig(t, "")
 	create := func() string {
 		t.Helper()
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), []string{"fairq", "queues", "create", "--config", path},
-			func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
+		code, stdout, stderr := cli(t, "queues", "create", "--config", path)
 		if code != 0 {
-			t.Fatalf("queues create: exit %d; stderr:\n%s", code, stderr.String())
+			t.Fatalf("queues create: exit %d; stderr:\n%s", code, stderr)
 		}
-		return stdout.String()
+		return stdout
 	}
 	if got, want := create(), "11 queues: 11 created, 0 updated, 0 unchanged"; !strings.Contains(got, want) {
 		t.Errorf("first run printed %q, want %q", got, want)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +47,7 @@ func TestRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			args := append([]string{"fairq"}, tt.args...)
-			code := run(context.Background(), args, func(string) string { return "" }, strings.NewReader(tt.stdin), &stdout, &stderr)
+			code := run(t.Context(), args, func(string) string { return "" }, strings.NewReader(tt.stdin), &stdout, &stderr)
 			if code != tt.wantCode {
 				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tt.wantCode, stderr.String())
 			}
