@@ -189,7 +189,7 @@ func (s *Server) batchRequest(w http.ResponseWriter, r *http.Request, t tenant.T
 			if i < 0 {
 				continue
 			}
-			a, err := s.await(ctx, t, pending[p])
+			a, err := s.await(t, pending[p])
 			p++
 			if err != nil {
 				results[i] = failedEntry(err)

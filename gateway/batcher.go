@@ -203,6 +203,16 @@ func (t Ticket[T, R]) Wait(ctx context.Context) (R, error) {
 	}
 }
 
+// result waits for the item's result, however long its flush takes.
+func (t Ticket[T, R]) result() (R, error) {
+	<-t.b.done
+	if t.b.err != nil {
+		var zero R
+		return zero, t.b.err
+	}
+	return t.b.results[t.i], nil
+}
+
 // expire flushes a batch whose window ended, unless it went already.
 func (b *Batcher[T, R]) expire(key string, bt *batch[T, R]) {
 	b.mu.Lock()

@@ -49,7 +49,7 @@ func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, t, err)
 		return
 	}
-	writeJSON(w, status, res)
+	writeAccepted(w, status, res)
 }
 
 func (s *Server) enqueueRequest(w http.ResponseWriter, r *http.Request, t tenant.Tenant) (accepted, int, error) {
@@ -105,7 +105,7 @@ func (s *Server) enqueueRequest(w http.ResponseWriter, r *http.Request, t tenant
 	if err != nil {
 		return accepted{}, 0, err
 	}
-	res, err := s.send(ctx, t, item)
+	res, err := s.send(t, item)
 	if err != nil {
 		return accepted{}, 0, err
 	}
@@ -288,24 +288,10 @@ func backlogWait(excess int64, rate float64) time.Duration {
 	return min(max(time.Duration(float64(excess)/rate*float64(time.Second)), time.Second), time.Hour)
 }
 
-// setRateLimitHeaders writes the RateLimit fields of an admission answer.
-func setRateLimitHeaders(h http.Header, d throttle.Decision) {
-	if d.Limit.Burst == 0 && d.Limit.Rate == 0 {
-		return // no decision was made
-	}
-	h.Set("RateLimit-Limit", strconv.Itoa(max(d.Limit.Burst, 1)))
-	h.Set("RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
-	reset := int64(0)
-	if d.ResetAfter > 0 {
-		reset = ceilSeconds(d.ResetAfter)
-	}
-	h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
-}
-
 // send picks the tenant's queue, sends the message through the batcher and
 // waits for SQS's answer.
-func (s *Server) send(ctx context.Context, t tenant.Tenant, item sendItem) (accepted, error) {
-	return s.await(ctx, t, s.submit(t, item))
+func (s *Server) send(t tenant.Tenant, item sendItem) (accepted, error) {
+	return s.await(t, s.submit(t, item))
 }
 
 // pendingSend is a message handed to the batcher.
@@ -341,14 +327,14 @@ func (s *Server) submit(t tenant.Tenant, item sendItem) pendingSend {
 }
 
 // await waits for SQS's answer for a submitted message.
-func (s *Server) await(ctx context.Context, t tenant.Tenant, p pendingSend) (accepted, error) {
+// It waits even if the client leaves: the send is bounded by SendAttempts
+// × SendTimeout, and its outcome must reach the picker and the
+// idempotency key.
+func (s *Server) await(t tenant.Tenant, p pendingSend) (accepted, error) {
 	err := p.err
 	var res sendResult
 	if err == nil {
-		// Wait for SQS's answer even if the client leaves: the send is
-		// bounded by SendAttempts × SendTimeout, and its outcome must
-		// reach the picker and the idempotency key.
-		res, err = p.tk.Wait(context.WithoutCancel(ctx))
+		res, err = p.tk.result()
 		if err == nil {
 			err = res.err
 		}
@@ -368,9 +354,6 @@ func (s *Server) await(ctx context.Context, t tenant.Tenant, p pendingSend) (acc
 		EnqueuedAt: formatTime(time.UnixMilli(p.at)),
 	}, nil
 }
-
-// formatTime is RFC 3339 in UTC with milliseconds.
-func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // traceparentOf returns the request's traceparent header if it is a valid
 // W3C trace context, else "".
@@ -412,17 +395,4 @@ func lowerHex(s string) bool {
 		}
 	}
 	return true
-}
-
-// writeJSON answers with a JSON value.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal"}`)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
 }

@@ -27,8 +27,18 @@ const requestIDKey ctxKey = 0
 
 // requestID returns the id of the request of ctx.
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if f, ok := ctx.Value(requestIDKey).(*requestFrame); ok {
+		return f.id
+	}
+	return ""
+}
+
+// requestFrame is what frame keeps of a request: its id, which the
+// request's context carries (as a pointer, which needs no allocation of
+// its own, unlike a string), and the status written.
+type requestFrame struct {
+	id string
+	w  statusWriter
 }
 
 // requestIDs makes request ids: a random prefix per process and a counter,
@@ -106,9 +116,10 @@ func (s *Server) frame(next http.Handler) http.Handler {
 		if !validRequestID(id) {
 			id = s.ids.next()
 		}
-		w.Header().Set(HeaderRequestID, id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
-		sw := &statusWriter{ResponseWriter: w}
+		w.Header()[HeaderRequestID] = []string{id} // the name is in canonical form
+		f := &requestFrame{id: id, w: statusWriter{ResponseWriter: w}}
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, f))
+		sw := &f.w
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {

@@ -163,8 +163,8 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, e *Error) 
 	}
 	b, _ := json.Marshal(p) // cannot fail: strings and an int
 	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Cache-Control", "no-store")
+	h[headerContentType] = valueProblemJSON
+	h[headerCacheControl] = valueNoStore
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
 }
