@@ -34,8 +34,14 @@ import (
 // steady rate gather into fuller batches.
 //
 // Slots go to live loops first. The overflow loop is served from what the
-// live loops leave, but after overflowPatience of waiting it queues with
-// them, so that overflow cannot starve under a steady live load. The
+// live loops leave, but only until it has waited overflowPatience in all
+// for slots since a receive from the overflow queue last came back empty;
+// then it queues with the live loops, until a receive comes back empty
+// again. Under a steady live load the overflow queue thus takes its turn
+// among the live queues, as one more queue of the pool (about one
+// reservation in len(Live)+1), until it is drained: a tenant whose messages
+// are all in overflow gets its share after waiting at most
+// overflowPatience, rather than whatever slots happen to be left over. The
 // backlog loop polls only while the latest receive of every live queue
 // came back empty ("caught up"); it then queues for slots at the same
 // priority as the live loops that watch their empty queues, first come
@@ -47,8 +53,9 @@ import (
 // slots back soon.
 const batchWait = time.Second
 
-// overflowPatience is how long the overflow loop waits behind live loops
-// before it queues with them.
+// overflowPatience is how long in all the overflow loop waits behind the
+// live loops before it queues with them until the overflow queue is
+// drained.
 const overflowPatience = 2 * time.Second
 
 // growAfter and shrinkAfter are the streaks of full and of not-full
@@ -74,6 +81,12 @@ type poller struct {
 	queue string
 	class class
 	extra bool
+	// patience is, for an overflow loop, how much longer it waits for
+	// slots behind the live loops before it queues with them:
+	// overflowPatience less the time it waited since one of its receives
+	// last came back empty. An extra loop starts with the patience of the
+	// loop that spawned it.
+	patience time.Duration
 }
 
 // priority returns the priority of the loop's next reservation.
@@ -108,10 +121,11 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	if p.extra {
 		defer w.extras.Add(-1)
 	}
+	defer w.contenders.Add(-1) // added by spawn
+
 	batch := p.extra
 	failures := 0
 	fulls, partials := 0, 0 // consecutive full and not-full receives
-	defer w.contenders.Add(-1) // added by spawn
 	for ctx.Err() == nil {
 		if p.class == classBacklog && !w.live.isIdle() {
 			w.contenders.Add(-1) // not competing for slots while it waits
@@ -127,8 +141,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			need, most = w.batchNeed, queue.MaxBatch
 			wait = min(wait, batchWait)
 		}
-		pr := w.priority(p, batch)
-		n, err := w.acquire(ctx, pr, need, most)
+		n, pr, err := w.acquire(ctx, w.priority(p, batch), &p.patience, need, most)
 		if err != nil {
 			return
 		}
@@ -166,6 +179,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 				return
 			}
 			batch, fulls, partials = false, 0, 0
+			p.patience = overflowPatience // drained: behind the live loops again
 			continue
 		}
 		for _, m := range msgs {
@@ -182,7 +196,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		}
 		if fulls >= growAfter && w.grow(pr) {
 			fulls = 0
-			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true})
+			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true, patience: p.patience})
 		}
 		if batch && len(msgs) < n && w.cfg.ReceiveWindow > 0 && sleep(ctx, w.cfg.ReceiveWindow) != nil {
 			return
@@ -191,18 +205,25 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	}
 }
 
-// acquire reserves slots for a receive at priority pr.
-func (w *Worker) acquire(ctx context.Context, pr prio, need, most int) (int, error) {
-	if pr != prioOverflow {
-		return w.slots.acquire(ctx, pr, need, most)
+// acquire reserves slots for a receive at priority pr and returns the
+// priority it was served at. An overflow reservation waits behind the live
+// loops for at most *patience, which it uses up, then queues with them.
+func (w *Worker) acquire(ctx context.Context, pr prio, patience *time.Duration, need, most int) (int, prio, error) {
+	if pr == prioOverflow {
+		if *patience > 0 {
+			t0 := time.Now()
+			pctx, cancel := context.WithTimeout(ctx, *patience)
+			n, err := w.slots.acquire(pctx, pr, need, most)
+			cancel()
+			*patience -= time.Since(t0)
+			if err == nil || ctx.Err() != nil {
+				return n, pr, err
+			}
+		}
+		pr = prioLive
 	}
-	pctx, cancel := context.WithTimeout(ctx, overflowPatience)
-	n, err := w.slots.acquire(pctx, pr, need, most)
-	cancel()
-	if err == nil || ctx.Err() != nil {
-		return n, err
-	}
-	return w.slots.acquire(ctx, prioLive, need, most)
+	n, err := w.slots.acquire(ctx, pr, need, most)
+	return n, pr, err
 }
 
 // grow reports whether a queue whose receive came back full may get an

@@ -202,3 +202,47 @@ func TestPollersGrow(t *testing.T) {
 		}
 	})
 }
+
+// TestOverflowShareUnderLiveLoad: while the live queues are flooded, the
+// overflow queue is served behind them for at most its patience (2 s), then
+// takes its turn among them until it is drained, rather than only what
+// slots happen to be left over.
+func TestOverflowShareUnderLiveLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		const perLive, overflow = 300, 30
+		for i := range 2 * perLive {
+			send(t, b, names.Live[i%2], msg{body: "live"})
+		}
+		for range overflow {
+			send(t, b, names.Overflow, msg{body: "overflow"})
+		}
+		var live, over atomic.Int32
+		liveAtLast := make(chan int32, 1)
+		t0 := time.Now()
+		start(t, consumer.Config{
+			Backend: b, Names: names, Connections: 4,
+			Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+				time.Sleep(100 * time.Millisecond) // the work
+				if m.Body == "live" {
+					live.Add(1)
+				} else if over.Add(1) == overflow {
+					liveAtLast <- live.Load()
+				}
+				return nil
+			}),
+		})
+		n := recv(t, liveAtLast, 5*time.Minute, "the last overflow message")
+		took := time.Since(t0)
+		// 4 slots, 100 ms jobs: 40 messages a second, 15 s of live work.
+		// The overflow queue waits at most 2 s, then gets about one
+		// reservation in three: its 30 messages are done at about 4 s,
+		// 160 live messages in. Served only with the slots left over,
+		// they took 9 s to 18 s, most of the live work done first.
+		if took > 6*time.Second || n > 2*perLive/3 {
+			t.Errorf("the overflow queue was drained after %v and %d of %d live messages, want within 6 s and a third of them",
+				took, n, 2*perLive)
+		}
+		t.Logf("overflow drained after %v and %d live messages", took, n)
+	})
+}

@@ -284,7 +284,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		loops = append(loops, poller{queue: q, class: classLive})
 	}
 	if q := w.cfg.Names.Overflow; q != "" {
-		loops = append(loops, poller{queue: q, class: classOverflow})
+		loops = append(loops, poller{queue: q, class: classOverflow, patience: overflowPatience})
 	}
 	if q := w.cfg.Names.Backlog; q != "" {
 		loops = append(loops, poller{queue: q, class: classBacklog})
