@@ -91,6 +91,11 @@
 //
 //   - A message without fairq-meta (put on a queue by something else) is
 //     treated as enqueued when it was sent, with no earlier attempts.
+//   - A message of the backlog queue that the Limiter spills is sent to
+//     the backlog queue again with the delay, not to overflow: from
+//     overflow the age check would move it straight back, two moves (and
+//     two "aged" spills counted) for each spill. The age check never
+//     moves a message that is already in the backlog queue.
 //   - A Limiter error dispatches the message (the Limiter applies its own
 //     fail-open or fail-closed policy); periodic tasks bypass the age checks,
 //     the Limiter and the backlog counter.

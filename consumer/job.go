@@ -82,11 +82,17 @@ func (j *job) run() {
 	}
 	switch v.Action {
 	case Spill:
-		if w.cfg.Names.Overflow == "" {
+		switch {
+		case d.queue == w.cfg.Names.Backlog:
+			// Sent to the backlog queue again, delayed: from overflow
+			// the age check would move it straight back here, two
+			// moves for each spill.
+			j.spill(d.queue, v.Delay, v.Reason)
+		case w.cfg.Names.Overflow == "":
 			j.later(v.Delay, outcomeRetryAfter) // no overflow queue: wait where it is
-			return
+		default:
+			j.spill(w.cfg.Names.Overflow, v.Delay, v.Reason)
 		}
-		j.spill(w.cfg.Names.Overflow, v.Delay, v.Reason)
 		return
 	case ToBacklog:
 		if w.cfg.Names.Backlog == "" || d.queue == w.cfg.Names.Backlog {

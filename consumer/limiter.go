@@ -13,7 +13,9 @@ const (
 	// Dispatch hands the message to the Handler.
 	Dispatch Action = iota
 	// Spill moves it to the overflow queue, delayed by Verdict.Delay
-	// (at most 900 s): the tenant is over its rate or concurrency.
+	// (at most 900 s): the tenant is over its rate or concurrency. A
+	// message of the backlog queue is sent to the backlog queue again
+	// instead, delayed the same: it stays among the old messages.
 	Spill
 	// ToBacklog moves it to the backlog queue, delayed by Verdict.Delay.
 	ToBacklog
