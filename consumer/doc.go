@@ -32,7 +32,12 @@
 //
 // Moves between queues keep the body and attributes and carry the attempts
 // in fairq-meta; a move that is not an attempt (spill to overflow or
-// backlog, Retry-After) does not count the current delivery.
+// backlog, Retry-After) does not count the current delivery. Such a move
+// with nowhere else to go (a spill without an overflow queue, a ToBacklog
+// of a message already in the backlog queue) sends the message to its own
+// queue again with its delay, never changes its visibility: SQS would
+// count that receive, and a message held back by its limits more often
+// than MaxRetries would be dead-lettered without ever running.
 //
 // Receiving costs money (SQS bills every receive, empty or not), so each
 // queue has a receive loop that long-polls for one message while it is
@@ -99,7 +104,8 @@
 //   - A Limiter error dispatches the message (the Limiter applies its own
 //     fail-open or fail-closed policy); periodic tasks bypass the age checks,
 //     the Limiter and the backlog counter.
-//   - Without an overflow (or backlog) queue, a spill waits where it is, by
-//     a visibility change; without a dead-letter queue a dead letter is
+//   - Without an overflow (or backlog) queue, a spill is sent to its own
+//     queue again with its delay, and counted in fairq_worker_spilled_total
+//     like any spill; without a dead-letter queue a dead letter is
 //     deleted.
 package consumer

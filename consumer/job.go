@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,26 +81,22 @@ func (j *job) run() {
 			v = Verdict{}
 		}
 	}
+	// A spill is never a visibility change, which the queue would count
+	// as a delivery: without a queue to move to, the message is sent to
+	// its own queue again, delayed.
 	switch v.Action {
 	case Spill:
-		switch {
-		case d.queue == w.cfg.Names.Backlog:
-			// Sent to the backlog queue again, delayed: from overflow
-			// the age check would move it straight back here, two
-			// moves for each spill.
-			j.spill(d.queue, v.Delay, v.Reason)
-		case w.cfg.Names.Overflow == "":
-			j.later(v.Delay, outcomeRetryAfter) // no overflow queue: wait where it is
-		default:
-			j.spill(w.cfg.Names.Overflow, v.Delay, v.Reason)
+		dest := cmp.Or(w.cfg.Names.Overflow, d.queue)
+		if d.queue == w.cfg.Names.Backlog {
+			// Sent to the backlog queue again: from overflow the age
+			// check would move it straight back here, two moves for
+			// each spill.
+			dest = d.queue
 		}
+		j.spill(dest, v.Delay, v.Reason)
 		return
 	case ToBacklog:
-		if w.cfg.Names.Backlog == "" || d.queue == w.cfg.Names.Backlog {
-			j.later(v.Delay, outcomeRetryAfter)
-			return
-		}
-		j.spill(w.cfg.Names.Backlog, v.Delay, v.Reason)
+		j.spill(cmp.Or(w.cfg.Names.Backlog, d.queue), v.Delay, v.Reason)
 		return
 	case Drop:
 		j.drop(v.Reason)

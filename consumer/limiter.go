@@ -15,9 +15,14 @@ const (
 	// Spill moves it to the overflow queue, delayed by Verdict.Delay
 	// (at most 900 s): the tenant is over its rate or concurrency. A
 	// message of the backlog queue is sent to the backlog queue again
-	// instead, delayed the same: it stays among the old messages.
+	// instead, delayed the same, so that it stays among the old
+	// messages; without an overflow queue, a message is sent to its own
+	// queue again. A spill does not count as a delivery toward
+	// Config.MaxRetries.
 	Spill
-	// ToBacklog moves it to the backlog queue, delayed by Verdict.Delay.
+	// ToBacklog moves it to the backlog queue, delayed by Verdict.Delay;
+	// a message already there, or without a backlog queue, is sent to its
+	// own queue again, delayed. Not counted as a delivery either.
 	ToBacklog
 	// Drop deletes it unprocessed; the tenant's backlog goes down.
 	Drop

@@ -90,3 +90,69 @@ func TestBacklogSpillStaysInBacklog(t *testing.T) {
 		}
 	})
 }
+
+// TestSpillIsNotAnAttempt: a spill that has no other queue to go to (no
+// overflow queue, or ToBacklog of a message already in the backlog queue
+// or without one) brings the message back after its delay without
+// counting a delivery, so that a message held back more often than
+// max_retries is still run, once, rather than dead-lettered.
+func TestSpillIsNotAnAttempt(t *testing.T) {
+	tests := []struct {
+		name   string
+		from   func(queue.Names) string
+		names  func(queue.Names) queue.Names
+		action consumer.Action
+	}{{
+		name:   "spill without overflow",
+		from:   func(n queue.Names) string { return n.Live[0] },
+		names:  func(n queue.Names) queue.Names { n.Overflow = ""; return n },
+		action: consumer.Spill,
+	}, {
+		name:   "backlog from backlog",
+		from:   func(n queue.Names) string { return n.Backlog },
+		names:  func(n queue.Names) queue.Names { return n },
+		action: consumer.ToBacklog,
+	}, {
+		name:   "backlog without backlog",
+		from:   func(n queue.Names) string { return n.Live[1] },
+		names:  func(n queue.Names) queue.Names { n.Backlog = ""; return n },
+		action: consumer.ToBacklog,
+	}}
+	for _, kind := range backends {
+		for _, tt := range tests {
+			t.Run(kind+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				inBubble(t, kind, func(t *testing.T) {
+					b, all := setup(t, kind)
+					names := tt.names(all)
+					from := tt.from(names)
+					send(t, b, from, msg{tenant: "acme", meta: &envelope.Meta{EnqueuedAt: time.Now().UnixMilli()}})
+					h, seen := recorder(func(int, *consumer.Message) error { return nil })
+					reg := prometheus.NewRegistry()
+					backlog := newCounter()
+					start(t, consumer.Config{
+						Backend: b, Names: names, Handler: h, Backlog: backlog, Registerer: reg,
+						MaxRetries: 2, ReceiveWait: time.Second,
+						Limiter: spillTimes(3, tt.action, time.Second, "rate"),
+					})
+					d := recv(t, seen, time.Minute, "delivery")
+					if got := recv(t, backlog.done, time.Minute, "backlog decrement"); got != "acme:1" {
+						t.Errorf("backlog Done(%s), want acme:1", got)
+					}
+					if d.queue != from || d.count != 1 {
+						t.Errorf("delivered from %s with receive count %d, want from %s with 1", d.queue, d.count, from)
+					}
+					if n := metric(t, reg, "fairq_worker_dead_lettered_total"); n != 0 {
+						t.Errorf("%v messages dead-lettered", n)
+					}
+					if n := metric(t, reg, "fairq_worker_spilled_total", "reason", "rate"); n != 3 {
+						t.Errorf("fairq_worker_spilled_total{reason=rate} = %v, want 3", n)
+					}
+					if n := metric(t, reg, "fairq_worker_processed_total", "outcome", "success"); n != 1 {
+						t.Errorf("fairq_worker_processed_total{outcome=success} = %v, want 1", n)
+					}
+				})
+			})
+		}
+	}
+}
