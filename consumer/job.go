@@ -227,7 +227,7 @@ func (j *job) retryAfter(d time.Duration) {
 		j.later(d, outcomeRetryAfter)
 		return
 	}
-	j.move(j.d.queue, d, j.d.attempts()-1, "", func() {
+	j.move(j.d.queue, d, j.d.attempts()-1, "", nil, func() {
 		j.w.metrics.processed.WithLabelValues(outcomeRetryAfter).Inc()
 	})
 }
@@ -267,20 +267,25 @@ func (j *job) deadLetter(why string) {
 		})
 		return
 	}
-	j.move(w.cfg.Names.DLQ, 0, j.d.attempts(), why, ended)
+	j.move(w.cfg.Names.DLQ, 0, j.d.attempts(), why, nil, ended)
 }
 
-// spill moves the message to another queue without counting the delivery.
+// spill moves the message to another queue (or its own again) without
+// counting the delivery. It is counted once the copy is sent: a spill
+// whose send failed leaves the message where it was, to come back after
+// its visibility timeout.
 func (j *job) spill(dest string, delay time.Duration, reason string) {
-	j.w.metrics.spilled.WithLabelValues(reason).Inc()
-	j.move(dest, min(max(delay, 0), queue.MaxDelay), j.d.attempts()-1, "", nil)
+	j.move(dest, min(max(delay, 0), queue.MaxDelay), j.d.attempts()-1, "", func() {
+		j.w.metrics.spilled.WithLabelValues(reason).Inc()
+	}, nil)
 }
 
 // move sends a copy of the message to dest, carrying attempts (and lastErr)
-// in fairq-meta, then deletes the delivered copy and calls then. If the
-// send fails, the message stays where it is and comes back after its
-// visibility timeout.
-func (j *job) move(dest string, delay time.Duration, attempts int, lastErr string, then func()) {
+// in fairq-meta, calls sent, then deletes the delivered copy and calls then.
+// If the send fails, the message stays where it is and comes back after its
+// visibility timeout; if the delete fails, it is in both queues. sent and
+// then may be nil.
+func (j *job) move(dest string, delay time.Duration, attempts int, lastErr string, sent, then func()) {
 	w := j.w
 	w.hb.remove(j.f)
 	e := queue.Entry{Body: j.d.raw.Body, Attributes: j.d.moved(attempts, lastErr), Delay: delay}
@@ -299,6 +304,9 @@ func (j *job) move(dest string, delay time.Duration, attempts int, lastErr strin
 		}
 		if err != nil {
 			return // logged by the batch
+		}
+		if sent != nil {
+			sent()
 		}
 		w.deletes.add(j.d.queue, j.f.handle, func(err error) {
 			if err == nil && then != nil {

@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"outcome"}),
 		spilled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fairq_worker_spilled_total",
-			Help: "Messages moved instead of dispatched, by reason: rate, concurrency, aged, or a Limiter's own.",
+			Help: "Messages moved instead of dispatched, counted once the copy is sent, by reason: rate, concurrency, aged, or a Limiter's own.",
 		}, []string{"reason"}),
 		deadLettered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fairq_worker_dead_lettered_total",

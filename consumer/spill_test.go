@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -15,21 +16,43 @@ import (
 	"github.com/fairq/fairq/queue"
 )
 
-// sendLog is a backend that records the queue of every message sent.
+// sendLog is a backend that records the queue of every message sent, and
+// can refuse the sends to one queue.
 type sendLog struct {
 	queue.Backend
 
-	mu    sync.Mutex
-	sends []string
+	mu     sync.Mutex
+	sends  []string
+	refuse string        // sends to this queue fail
+	failed chan struct{} // if not nil, told of each refused send
 }
+
+// errRefused is the error of a refused send.
+var errRefused = errors.New("send refused")
 
 func (b *sendLog) Send(ctx context.Context, q string, entries []queue.Entry) ([]queue.SendResult, error) {
 	b.mu.Lock()
-	for range entries {
-		b.sends = append(b.sends, q)
+	refused := q == b.refuse
+	if !refused {
+		for range entries {
+			b.sends = append(b.sends, q)
+		}
 	}
 	b.mu.Unlock()
+	if refused {
+		if b.failed != nil {
+			b.failed <- struct{}{}
+		}
+		return nil, errRefused
+	}
 	return b.Backend.Send(ctx, q, entries)
+}
+
+// setRefuse makes the sends to q fail; "" refuses none.
+func (b *sendLog) setRefuse(q string) {
+	b.mu.Lock()
+	b.refuse = q
+	b.mu.Unlock()
 }
 
 func (b *sendLog) got() []string {
@@ -155,4 +178,40 @@ func TestSpillIsNotAnAttempt(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSpillCountedOnceSent: a spill counts in fairq_worker_spilled_total
+// only once its copy was sent; a spill whose send failed leaves the
+// message where it was, uncounted, to come back after its visibility
+// timeout.
+func TestSpillCountedOnceSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, names := setup(t, "memory")
+		b := &sendLog{Backend: mem, failed: make(chan struct{}, 1)}
+		b.setRefuse(names.Overflow)
+		send(t, mem, names.Live[0], msg{tenant: "acme"})
+		h, seen := recorder(func(int, *consumer.Message) error { return nil })
+		reg := prometheus.NewRegistry()
+		start(t, consumer.Config{
+			Backend: b, Names: names, Handler: h, Registerer: reg,
+			VisibilityTimeout: 3 * time.Second,
+			Limiter:           spillTimes(2, consumer.Spill, time.Second, "rate"),
+		})
+		recv(t, b.failed, time.Minute, "refused send")
+		synctest.Wait() // the batch's outcome is applied
+		if n := metric(t, reg, "fairq_worker_spilled_total"); n != 0 {
+			t.Errorf("after a failed send, fairq_worker_spilled_total = %v, want 0", n)
+		}
+		if n := metric(t, reg, "fairq_worker_batch_errors_total", "op", "send"); n != 1 {
+			t.Errorf("fairq_worker_batch_errors_total{op=send} = %v, want 1", n)
+		}
+		b.setRefuse("")
+		d := recv(t, seen, time.Minute, "delivery")
+		if d.queue != names.Overflow {
+			t.Errorf("delivered from %s, want %s after the second spill", d.queue, names.Overflow)
+		}
+		if n := metric(t, reg, "fairq_worker_spilled_total", "reason", "rate"); n != 1 {
+			t.Errorf("fairq_worker_spilled_total{reason=rate} = %v, want the 1 spill that was sent", n)
+		}
+	})
 }
