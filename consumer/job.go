@@ -121,7 +121,11 @@ func (j *job) dispatch(age time.Duration, done func()) {
 	if done != nil {
 		done()
 	}
-	w.metrics.duration.Observe(w.cfg.NowFunc().Sub(start).Seconds())
+	took := w.cfg.NowFunc().Sub(start)
+	w.metrics.duration.Observe(took.Seconds())
+	if w.cfg.ObserveFunc != nil {
+		w.cfg.ObserveFunc(took)
+	}
 
 	if err == nil {
 		j.succeed()

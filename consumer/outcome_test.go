@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -297,6 +298,55 @@ func TestAgeChecks(t *testing.T) {
 			if n := depth(t, b, q); n != 0 {
 				t.Errorf("%s holds %d messages, want 0", q, n)
 			}
+		}
+	})
+}
+
+// TestObserveFunc: ObserveFunc gets the processing time of every job,
+// whatever its outcome, periodic tasks included; a message spilled by
+// its Limiter is not a job.
+func TestObserveFunc(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		send(t, b, names.Live[0], msg{body: "ok", tenant: "acme"})
+		send(t, b, names.Live[1], msg{body: "fails", tenant: "acme"})
+		send(t, b, names.Live[0], msg{attrs: map[string]string{
+			consumer.AttrTask: consumer.Task{Name: "nightly", Path: "/nightly", ScheduledAt: time.Now()}.Encode(),
+		}})
+		h, seen := recorder(func(_ int, m *consumer.Message) error {
+			switch {
+			case m.Task != nil:
+				time.Sleep(5 * time.Second)
+				return nil
+			case m.Body == "fails":
+				time.Sleep(3 * time.Second)
+				return errBoom
+			}
+			time.Sleep(2 * time.Second)
+			return nil
+		})
+		var mu sync.Mutex
+		var observed []time.Duration
+		start(t, consumer.Config{
+			Backend: b, Names: names, Handler: h, MaxRetries: 1,
+			Limiter: spillTimes(1, consumer.Spill, time.Second, "rate"),
+			ObserveFunc: func(d time.Duration) {
+				mu.Lock()
+				observed = append(observed, d)
+				mu.Unlock()
+			},
+		})
+		for range 3 {
+			recv(t, seen, time.Minute, "delivery")
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		slices.Sort(observed)
+		want := []time.Duration{2 * time.Second, 3 * time.Second, 5 * time.Second}
+		if diff := cmp.Diff(want, observed); diff != "" {
+			t.Errorf("observed processing times (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -87,6 +87,13 @@ type Config struct {
 	Limiter Limiter
 	// Backlog is told when a message ends; nil keeps no counters.
 	Backlog BacklogCounter
+	// ObserveFunc, if not nil, is given the processing time of every job:
+	// from the handler's start to its return, whatever the outcome,
+	// periodic tasks included (fairq_worker_processing_seconds observes
+	// the same). It feeds the autoscaling signals
+	// (fleet.Autoscaling.Observe). It is called on the job's goroutine
+	// and must not block.
+	ObserveFunc func(time.Duration)
 
 	// ReceiveWait is the long-poll wait of a receive, at most 20 s.
 	ReceiveWait time.Duration
