@@ -63,6 +63,13 @@ type Redis struct {
 	// FailOpen keeps admitting and dispatching under local limits while
 	// Redis is unreachable; false refuses instead.
 	FailOpen bool `yaml:"fail_open"`
+	// Username and Password authenticate to Redis (AUTH); set the password
+	// through FAIRQ_REDIS_PASSWORD rather than in the file.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// TLS connects to Redis over TLS, verifying its certificate against
+	// the system's roots.
+	TLS bool `yaml:"tls"`
 }
 
 // Pool sizes the shuffle-sharded pool of live queues.

@@ -71,8 +71,8 @@ gateway: {max_message_size: 1048576}
 		},
 		{
 			name: "integer rate and bare zero duration",
-			yaml: "defaults: {process_rate: 7}\nworker: {drop_age: 0, visibility_timeout: \"0\"}\n",
-			edit: func(c *Config) { c.Defaults.ProcessRate = ptr(7.0); c.Worker.VisibilityTimeout = 0 },
+			yaml: "defaults: {process_rate: 7}\nworker: {drop_age: 0, error_visibility_timeout: \"0\"}\n",
+			edit: func(c *Config) { c.Defaults.ProcessRate = ptr(7.0); c.Worker.ErrorVisibilityTimeout = 0 },
 		},
 		{
 			name: "a key with no value keeps its default",

@@ -71,8 +71,8 @@ func (c Config) checkServer(p *problems) {
 	if c.Gateway.MaxMessageSize < minMaxMessageSize || c.Gateway.MaxMessageSize > maxMaxMessageSize {
 		p.add("gateway.max_message_size", 0, "must be %d–%d bytes, got %d", minMaxMessageSize, maxMaxMessageSize, c.Gateway.MaxMessageSize)
 	}
-	if c.Gateway.IdempotencyWindow <= 0 {
-		p.add("gateway.idempotency_window", 0, "must be positive, got %v", c.Gateway.IdempotencyWindow)
+	if c.Gateway.IdempotencyWindow < time.Second {
+		p.add("gateway.idempotency_window", 0, "must be at least 1s, got %v", c.Gateway.IdempotencyWindow)
 	}
 }
 
@@ -205,7 +205,8 @@ func (c Config) checkWorker(p *problems) {
 	// so waiting longer for an answer would only see it delivered twice.
 	between("worker.connect_timeout", w.ConnectTimeout, time.Millisecond, maxVisibility)
 	between("worker.inactivity_timeout", w.InactivityTimeout, time.Millisecond, maxVisibility)
-	between("worker.visibility_timeout", w.VisibilityTimeout, 0, maxVisibility)
+	// The worker heartbeats every third of it: SQS counts whole seconds.
+	between("worker.visibility_timeout", w.VisibilityTimeout, time.Second, maxVisibility)
 	between("worker.error_visibility_timeout", w.ErrorVisibilityTimeout, 0, maxVisibility)
 	if w.BacklogAge < 0 {
 		p.add("worker.backlog_age", 0, "must not be negative, got %v", w.BacklogAge)

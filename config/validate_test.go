@@ -138,9 +138,10 @@ func TestValidate(t *testing.T) {
 		{name: "inactivity timeout 0", edit: func(c *Config) { c.Worker.InactivityTimeout = 0 }, want: []string{"worker.inactivity_timeout"}},
 		{name: "inactivity timeout 12h", edit: func(c *Config) { c.Worker.InactivityTimeout = 12 * time.Hour }},
 		{name: "inactivity timeout over 12h", edit: func(c *Config) { c.Worker.InactivityTimeout = 13 * time.Hour }, want: []string{"worker.inactivity_timeout"}},
-		{name: "visibility 0", edit: func(c *Config) { c.Worker.VisibilityTimeout = 0 }},
+		{name: "visibility 0", edit: func(c *Config) { c.Worker.VisibilityTimeout = 0 }, want: []string{"worker.visibility_timeout"}, reason: "must be 1s–12h0m0s"},
+		{name: "visibility 1s", edit: func(c *Config) { c.Worker.VisibilityTimeout = time.Second }},
 		{name: "visibility 12h", edit: func(c *Config) { c.Worker.VisibilityTimeout = 12 * time.Hour }},
-		{name: "visibility over 12h", edit: func(c *Config) { c.Worker.VisibilityTimeout = 12*time.Hour + time.Second }, want: []string{"worker.visibility_timeout"}, reason: "must be 0s–12h0m0s"},
+		{name: "visibility over 12h", edit: func(c *Config) { c.Worker.VisibilityTimeout = 12*time.Hour + time.Second }, want: []string{"worker.visibility_timeout"}, reason: "must be 1s–12h0m0s"},
 		{name: "visibility negative", edit: func(c *Config) { c.Worker.VisibilityTimeout = -time.Second }, want: []string{"worker.visibility_timeout"}},
 		{name: "error visibility 0", edit: func(c *Config) { c.Worker.ErrorVisibilityTimeout = 0 }},
 		{name: "error visibility over 12h", edit: func(c *Config) { c.Worker.ErrorVisibilityTimeout = 13 * time.Hour }, want: []string{"worker.error_visibility_timeout"}},
@@ -155,6 +156,7 @@ func TestValidate(t *testing.T) {
 		{name: "max message size small", edit: func(c *Config) { c.Gateway.MaxMessageSize = 1023 }, want: []string{"gateway.max_message_size"}},
 		{name: "max message size big", edit: func(c *Config) { c.Gateway.MaxMessageSize = 1<<20 + 1 }, want: []string{"gateway.max_message_size"}},
 		{name: "idempotency window 0", edit: func(c *Config) { c.Gateway.IdempotencyWindow = 0 }, want: []string{"gateway.idempotency_window"}},
+		{name: "idempotency window under 1s", edit: func(c *Config) { c.Gateway.IdempotencyWindow = time.Millisecond }, want: []string{"gateway.idempotency_window"}},
 
 		{name: "every problem reported", edit: func(c *Config) {
 			c.Listen = "x"
