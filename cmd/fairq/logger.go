@@ -2,6 +2,8 @@ package main
 
 import (
 	"log/slog"
+	"slices"
+	"strings"
 
 	"github.com/fairq/fairq/config"
 )
@@ -20,8 +22,37 @@ func newLogger(e env, cfg config.Config, dev bool) *slog.Logger {
 			format = "text"
 		}
 	}
+	var logger *slog.Logger
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(e.stderr, opts))
+		logger = slog.New(slog.NewTextHandler(e.stderr, opts))
+	} else {
+		logger = slog.New(slog.NewJSONHandler(e.stderr, opts))
 	}
-	return slog.New(slog.NewJSONHandler(e.stderr, opts))
+	for _, name := range unknownEnv(e) {
+		logger.Warn("unknown FAIRQ_ environment variable ignored: no configuration key has this name", "name", name)
+	}
+	return logger
 }
+
+// unknownEnv returns the FAIRQ_ variables of the environment that name no
+// configuration key: a misspelt FAIRQ_REDIS_ADR would otherwise run
+// without Redis in silence. Only names are read, never values.
+func unknownEnv(e env) []string {
+	if e.environ == nil {
+		return nil
+	}
+	known := config.EnvVars()
+	var unknown []string
+	for _, kv := range e.environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, config.EnvPrefix) || slices.Contains(known, name) || slices.Contains(notConfig, name) {
+			continue
+		}
+		unknown = append(unknown, name)
+	}
+	slices.Sort(unknown)
+	return unknown
+}
+
+// notConfig are FAIRQ_ variables that are not configuration keys.
+var notConfig = []string{"FAIRQ_REQUIRE_SERVICES"}

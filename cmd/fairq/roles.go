@@ -67,7 +67,7 @@ func dev(ctx context.Context, e env, o devOptions, ready func(*system, net.Addr)
 		cfg.Tenants = []config.Tenant{{ID: demoTenant, APIKeys: []string{tenant.HashKey(demoKey)}}}
 	}
 	logger := newLogger(e, cfg, true)
-	s, err := newSystem(ctx, cfg, logger)
+	s, err := newSystem(ctx, roleDev, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func runGateway(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	logger := newLogger(e, cfg, false)
-	s, err := newSystem(ctx, cfg, logger)
+	s, err := newSystem(ctx, roleGateway, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	logger := newLogger(e, cfg, false)
-	s, err := newSystem(ctx, cfg, logger)
+	s, err := newSystem(ctx, roleWorker, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func runDLQRedrive(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("%w: backend is %q: the memory backend lives inside a running process; use POST /admin/v1/dlq/redrive there", errUsage, cfg.Backend)
 	}
 	logger := newLogger(e, cfg, false)
-	s, err := newSystem(ctx, cfg, logger)
+	s, err := newSystem(ctx, roleTool, cfg, logger)
 	if err != nil {
 		return err
 	}

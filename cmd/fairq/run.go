@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -29,16 +30,17 @@ var errUsage = errors.New("usage")
 
 // env is the process environment as the commands see it; only cmd reads it.
 type env struct {
-	getenv func(string) string
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	getenv  func(string) string
+	environ func() []string // the variables' names, to catch misspelt FAIRQ_ ones
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // run is the whole program; main only adds the process's context, streams
 // and exit.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	e := env{getenv: getenv, environ: os.Environ, stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) < 2 {
 		fmt.Fprint(stderr, usage)
 		return 2

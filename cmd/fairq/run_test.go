@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,5 +59,31 @@ func TestRun(t *testing.T) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
 			}
 		})
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	e := env{environ: func() []string {
+		return []string{"FAIRQ_REDIS_ADDR=x:1", "FAIRQ_REDIS_ADR=x:1", "FAIRQ_REQUIRE_SERVICES=1", "HOME=/root", "FAIRQ_WORKER_PUSHURL=http://x/"}
+	}}
+	got := unknownEnv(e)
+	want := []string{"FAIRQ_REDIS_ADR", "FAIRQ_WORKER_PUSHURL"}
+	if !slices.Equal(got, want) {
+		t.Errorf("unknownEnv = %v, want %v", got, want)
+	}
+}
+
+// TestRolesRefuseMemory: only dev runs on the memory backend, whose queues
+// live inside one process.
+func TestRolesRefuseMemory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fairq.yaml")
+	if err := os.WriteFile(path, []byte("backend: memory\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []string{"gateway", "worker"} {
+		code, _, stderr := cli(t, role, "--config", path)
+		if code != 2 || !strings.Contains(stderr, "only fairq dev runs on the memory backend") {
+			t.Errorf("fairq %s on memory: exit %d, stderr %q; want 2 and the reason", role, code, stderr)
+		}
 	}
 }

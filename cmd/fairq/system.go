@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,8 +41,19 @@ type component interface {
 	Stop(ctx context.Context) error
 }
 
+// role is what a process runs.
+type role int
+
+const (
+	roleDev     role = iota // gateway and worker in one process
+	roleGateway             // the HTTP front door
+	roleWorker              // the consumer daemon
+	roleTool                // a command that runs once: dlq redrive
+)
+
 // system is one fairq process: the parts that cmd wires from a Config.
 type system struct {
+	role     role
 	cfg      config.Config
 	logger   *slog.Logger
 	registry *prometheus.Registry
@@ -50,7 +62,7 @@ type system struct {
 	redis    *redis.Client // nil without Redis
 
 	tenants   *tenant.Registry
-	backlog   *backlog.Counter
+	backlog   *backlog.Counter // nil when no count can be shared: see newSystem
 	tracker   *sharding.Tracker
 	gateway   *gateway.Server
 	worker    *consumer.Worker
@@ -65,10 +77,15 @@ type system struct {
 	started []component
 }
 
-// newSystem builds the parts shared by every role: metrics, backend, Redis
-// and the tenant registry.
-func newSystem(ctx context.Context, cfg config.Config, logger *slog.Logger) (*system, error) {
-	s := &system{cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), names: queueNames(cfg)}
+// newSystem builds the parts shared by every role: metrics, backend, Redis,
+// the tenant registry, the backlog counters and the shard tracker.
+func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logger) (*system, error) {
+	if cfg.Backend == config.BackendMemory && r != roleDev {
+		// A memory queue lives and dies inside one process: a gateway's
+		// messages would never reach a separate worker.
+		return nil, fmt.Errorf("%w: backend is %q: only fairq dev runs on the memory backend; set backend: sqs", errUsage, cfg.Backend)
+	}
+	s := &system{role: r, cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), names: queueNames(cfg)}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	b, err := openBackend(ctx, cfg, logger, s.registry)
 	if err != nil {
@@ -82,7 +99,12 @@ func newSystem(ctx context.Context, cfg config.Config, logger *slog.Logger) (*sy
 		}
 	}
 	if cfg.Redis.Addr != "" {
-		s.redis = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr})
+		opts := &redis.Options{Addr: cfg.Redis.Addr, Username: cfg.Redis.Username, Password: cfg.Redis.Password}
+		if cfg.Redis.TLS {
+			host, _, _ := net.SplitHostPort(cfg.Redis.Addr) // validated by config
+			opts.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		}
+		s.redis = redis.NewClient(opts)
 	}
 	s.tenants, err = tenant.New(tenant.Config{
 		Tenants:    cfg.Tenants,
@@ -95,9 +117,23 @@ func newSystem(ctx context.Context, cfg config.Config, logger *slog.Logger) (*sy
 	if err != nil {
 		return nil, fmt.Errorf("tenants: %w", err)
 	}
-	s.backlog, err = backlog.New(backlog.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix()})
-	if err != nil {
-		return nil, fmt.Errorf("backlog counters: %w", err)
+	// A tenant's backlog is raised by the gateway that accepts a message
+	// and lowered by the worker that ends it: the count needs both to see
+	// the same counter, Redis for a fleet or one process for dev. A
+	// gateway and a worker apart without Redis would each count half, and
+	// backpressure would refuse tenants for others' messages, so they keep
+	// no counters and say so.
+	if s.redis != nil || r == roleDev {
+		s.backlog, err = backlog.New(backlog.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix()})
+		if err != nil {
+			return nil, fmt.Errorf("backlog counters: %w", err)
+		}
+	} else if r == roleGateway {
+		logger.Warn("no redis.addr: backlog counters and backpressure are off (soft_backlog and max_backlog need the counts a worker shares through Redis)")
+	}
+	var trackerMetrics prometheus.Registerer
+	if r == roleDev || r == roleGateway {
+		trackerMetrics = s.registry // the tracker runs only where messages are enqueued
 	}
 	s.tracker, err = sharding.NewTracker(sharding.Config{
 		Reader:     s.backend,
@@ -106,7 +142,7 @@ func newSystem(ctx context.Context, cfg config.Config, logger *slog.Logger) (*sy
 		Redis:      s.redis,
 		KeyPrefix:  s.keyPrefix(),
 		Logger:     logger,
-		Registerer: s.registry,
+		Registerer: trackerMetrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shard tracker: %w", err)
@@ -120,13 +156,11 @@ func (s *system) keyPrefix() string { return s.cfg.SQS.QueuePrefix + ":" }
 
 // redriver returns the dead-letter redrive, back to each tenant's shard.
 func (s *system) redriver() (*consumer.Redriver, error) {
-	return consumer.NewRedriver(consumer.RedriveConfig{
-		Backend: s.backend,
-		Names:   s.names,
-		Picker:  s.tracker,
-		Backlog: s.backlog,
-		Logger:  s.logger,
-	})
+	cfg := consumer.RedriveConfig{Backend: s.backend, Names: s.names, Picker: s.tracker, Logger: s.logger}
+	if s.backlog != nil {
+		cfg.Backlog = s.backlog
+	}
+	return consumer.NewRedriver(cfg)
 }
 
 // redisOrNil returns the Redis client as the interface the packages take,
@@ -161,6 +195,10 @@ func (s *system) withGateway() error {
 	if err != nil {
 		return fmt.Errorf("redrive: %w", err)
 	}
+	var counts gateway.Backlog
+	if s.backlog != nil {
+		counts = s.backlog
+	}
 	s.gateway, err = gateway.New(gateway.Config{
 		Backend:           s.backend,
 		Names:             s.names,
@@ -169,7 +207,7 @@ func (s *system) withGateway() error {
 		Limiter:           limiter,
 		Redriver:          redriver,
 		AdminTokenSHA256:  s.cfg.Admin.TokenSHA256,
-		Backlog:           s.backlog,
+		Backlog:           counts,
 		FailClosed:        !s.cfg.Redis.FailOpen,
 		Redis:             s.redisOrNil(),
 		RedisPrefix:       s.keyPrefix(),
@@ -261,6 +299,10 @@ func (s *system) withWorker(h consumer.Handler) error {
 	if err != nil {
 		return err
 	}
+	var counts consumer.BacklogCounter
+	if s.backlog != nil {
+		counts = s.backlog
+	}
 	s.worker, err = consumer.New(consumer.Config{
 		Backend:                s.backend,
 		Names:                  s.names,
@@ -273,7 +315,7 @@ func (s *system) withWorker(h consumer.Handler) error {
 		BacklogAge:             w.BacklogAge,
 		DropAge:                w.DropAge,
 		Limiter:                limiter,
-		Backlog:                s.backlog,
+		Backlog:                counts,
 		Logger:                 s.logger,
 		Registerer:             s.registry,
 	})
@@ -350,14 +392,28 @@ func (s *system) Start(ctx context.Context) error {
 	return nil
 }
 
+// partStop bounds the Stop of each part but the worker, which has the
+// grace period: flushing a batch or giving up a lease takes a round trip.
+const partStop = 5 * time.Second
+
 // Stop stops the parts in reverse order: the scheduler first (it gives up
 // its lease), the worker (it finishes or releases in-flight jobs and
-// flushes deletes), then the gateway (it flushes pending send batches), the
-// tracker and the registry; last the Redis connection.
+// flushes deletes, within ctx: the grace period), then the lease renewer
+// (it releases what the worker held), the fleet registration, the gateway
+// (it flushes pending send batches), the tracker and the registry; last
+// the Redis connection. Each part after the worker has partStop of its own,
+// so that a worker that used the whole grace period leaves them time.
 func (s *system) Stop(ctx context.Context) error {
 	var errs []error
 	for i := len(s.started) - 1; i >= 0; i-- {
-		if err := s.started[i].Stop(ctx); err != nil {
+		part := s.started[i]
+		partCtx, cancel := ctx, context.CancelFunc(func() {})
+		if part != component(s.worker) {
+			partCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), partStop)
+		}
+		err := part.Stop(partCtx)
+		cancel()
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
