@@ -3,8 +3,10 @@
 // Elastic Beanstalk's aws-sqsd does, only fair, throttled and heartbeated.
 //
 // A Worker receives from the live queues of the pool, from the overflow
-// queue when it has spare capacity, and from the backlog queue only when the
-// live queues are caught up, and only while it has free slots
+// queue when it has spare capacity (or, once overflow has waited 2 s for
+// it, in turn with the live queues until overflow is drained, so that it
+// is not starved by a steady live load), and from the backlog queue only
+// when the live queues are caught up, and only while it has free slots
 // (Config.Connections): it never holds more messages than it can run. For
 // each message it applies the age checks (older than DropAge: dropped;
 // older than BacklogAge: moved to the backlog queue) and the Limiter (a
