@@ -11,3 +11,6 @@ func (s *Scheduler) Kill() {
 		cancel()
 	}
 }
+
+// FiredKey is the Redis key that claims one firing.
+var FiredKey = firedKey

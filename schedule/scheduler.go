@@ -342,6 +342,13 @@ func (s *Scheduler) fire(ctx context.Context, t Task, at time.Time) {
 		pause.Stop()
 	}
 	if err != nil {
+		if s.lease != nil {
+			// Give the claim back, so that the leader after a takeover,
+			// which fires what was missed, can fire this one.
+			delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			s.cfg.Redis.Del(delCtx, firedKey(s.cfg.KeyPrefix, t.Name, at.Unix()))
+			cancel()
+		}
 		s.missed.WithLabelValues(t.Name).Inc()
 		s.log.Error("periodic task not fired: send failed", "task", t.Name, "scheduled_at", at, "err", err)
 		return

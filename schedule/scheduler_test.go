@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"testing"
@@ -199,4 +200,66 @@ func TestFleet(t *testing.T) {
 			t.Errorf("leader %d fired nothing", i+1)
 		}
 	}
+}
+
+// failingSender refuses every send.
+type failingSender struct{}
+
+func (failingSender) Send(context.Context, string, []queue.Entry) ([]queue.SendResult, error) {
+	return nil, errors.New("sqs is down")
+}
+
+// TestFailedFiringReleasesClaim: a firing whose send failed gives its
+// claim back, so that a later leader catching up can fire it.
+func TestFailedFiringReleasesClaim(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+	t.Cleanup(func() { rdb.Close() })
+	prefix := testenv.Prefix(t) + ":"
+	reg := prometheus.NewRegistry()
+	s, err := schedule.New(schedule.Config{
+		Tasks: tasks(t, everySecond), Backend: failingSender{}, Queue: "cron",
+		Redis: rdb, KeyPrefix: prefix, LeaseTTL: time.Second, Logger: discard, Registerer: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for missedCount(t, reg) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no firing was missed")
+		}
+		time.Sleep(50 * time.Millisecond) // polling a metric
+	}
+	// Stop waits for a firing in progress, which fails as well.
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := rdb.Keys(t.Context(), schedule.FiredKey(prefix, "tick", 0)[:len(prefix)]+"cron:fired:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Errorf("claims left after failed sends: %v", keys)
+	}
+}
+
+func missedCount(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() == "fairq_cron_missed_total" {
+			for _, m := range f.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }
