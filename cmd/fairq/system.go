@@ -249,7 +249,6 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		Tenants:       s.tenants,
 		Defaults:      s.cfg.Defaults,
 		FleetSizeFunc: s.fleet.Last,
-		ObserveFunc:   s.autoscaling.Observe,
 		Registerer:    s.registry,
 	}
 	if s.redis != nil {
@@ -316,6 +315,7 @@ func (s *system) withWorker(h consumer.Handler) error {
 		DropAge:                w.DropAge,
 		Limiter:                limiter,
 		Backlog:                counts,
+		ObserveFunc:            s.autoscaling.Observe,
 		Logger:                 s.logger,
 		Registerer:             s.registry,
 	})
