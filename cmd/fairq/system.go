@@ -67,6 +67,7 @@ type system struct {
 	gateway   *gateway.Server
 	worker    *consumer.Worker
 	scheduler *schedule.Scheduler // nil without worker.cron_file
+	push      *consumer.Push      // the worker's handler when it pushes over HTTP
 
 	// The worker's fleet-wide limits and autoscaling signals.
 	fleet       *fleet.Fleet
@@ -350,13 +351,18 @@ func (s *system) withWorker(h consumer.Handler) error {
 // application at url, as aws-sqsd does.
 func (s *system) pushHandler(url string) (consumer.Handler, error) {
 	w := s.cfg.Worker
-	return consumer.NewPush(consumer.PushConfig{
+	p, err := consumer.NewPush(consumer.PushConfig{
 		URL:            url,
 		MimeType:       w.MimeType,
 		Connections:    w.Connections,
 		ConnectTimeout: w.ConnectTimeout,
 		Version:        buildVersion(),
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.push = p
+	return p, nil
 }
 
 // Start starts the parts in dependency order: the tenant registry first
@@ -418,6 +424,9 @@ func (s *system) Stop(ctx context.Context) error {
 		}
 	}
 	s.started = nil
+	if s.push != nil {
+		s.push.Close() // idle connections to the application
+	}
 	if s.redis != nil {
 		errs = append(errs, s.redis.Close())
 		s.redis = nil
