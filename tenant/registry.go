@@ -344,7 +344,15 @@ func (r *Registry) Authenticate(key string) (Tenant, error) {
 	if key == "" || len(key) > MaxKeyLength {
 		return Tenant{}, ErrUnauthorized
 	}
-	sum := sha256.Sum256([]byte(key))
+	// Hashed from a copy on the stack: []byte(key) would allocate for
+	// keys longer than 32 bytes.
+	var buf [128]byte
+	var sum [32]byte
+	if len(key) <= len(buf) {
+		sum = sha256.Sum256(buf[:copy(buf[:], key)])
+	} else {
+		sum = sha256.Sum256([]byte(key))
+	}
 	e := r.snap.Load().byHash[sum]
 	if e == nil || subtle.ConstantTimeCompare(e.hash[:], sum[:]) != 1 {
 		return Tenant{}, ErrUnauthorized

@@ -315,7 +315,9 @@ func TestRedisUnreachable(t *testing.T) {
 }
 
 func BenchmarkAuthenticate(b *testing.B) {
-	r, err := tenant.New(tenant.Config{Tenants: fileTenants()})
+	// issued is as long as the keys the admin API issues.
+	const issued = "fq_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
+	r, err := tenant.New(tenant.Config{Tenants: append(fileTenants(), config.Tenant{ID: "issued", APIKeys: []string{tenant.HashKey(issued)}})})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -323,6 +325,14 @@ func BenchmarkAuthenticate(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := r.Authenticate("acme-key"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("hit issued key", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.Authenticate(issued); err != nil {
 				b.Fatal(err)
 			}
 		}
