@@ -98,8 +98,37 @@ func setRateLimitHeaders(h http.Header, d throttle.Decision) {
 	h[headerRateLimitReset] = v[2:3:3]
 }
 
-// formatTime is RFC 3339 in UTC with milliseconds.
-func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+// timeLayout is RFC 3339 in UTC with milliseconds, the form of times in
+// answers.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// formatTime writes t in UTC as timeLayout: by hand for years 0–9999,
+// without parsing the layout, as every answer holds a time.
+func formatTime(t time.Time) string {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(timeLayout)
+	}
+	hour, minute, sec := t.Clock()
+	b := []byte("0000-00-00T00:00:00.000Z")
+	putDigits(b[0:4], year)
+	putDigits(b[5:7], int(month))
+	putDigits(b[8:10], day)
+	putDigits(b[11:13], hour)
+	putDigits(b[14:16], minute)
+	putDigits(b[17:19], sec)
+	putDigits(b[20:23], t.Nanosecond()/int(time.Millisecond))
+	return string(b)
+}
+
+// putDigits writes v in decimal into b, zero-padded to len(b).
+func putDigits(b []byte, v int) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+}
 
 // writeJSON answers with a JSON value.
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -94,5 +95,29 @@ func BenchmarkWriteAccepted(b *testing.B) {
 	for b.Loop() {
 		w.Body.Reset()
 		writeAccepted(w, http.StatusAccepted, a)
+	}
+}
+
+// TestFormatTime: the hand-written form is what time.Format writes.
+func TestFormatTime(t *testing.T) {
+	t.Parallel()
+	times := []time.Time{
+		{},
+		time.Date(2030, 5, 6, 7, 8, 9, 123_456_789, time.UTC),
+		time.Date(1999, 12, 31, 23, 59, 59, 999_999_999, time.FixedZone("x", -7*3600)),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.UnixMilli(0),
+		time.Now(),
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		times = append(times, time.UnixMilli(r.Int64N(400*365*24*3600*1000)-100*365*24*3600*1000))
+	}
+	for _, tm := range times {
+		if got, want := formatTime(tm), tm.UTC().Format(timeLayout); got != want {
+			t.Errorf("formatTime(%v) = %q, want %q", tm, got, want)
+		}
 	}
 }

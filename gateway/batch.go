@@ -86,11 +86,13 @@ func (s *Server) batchRequest(w http.ResponseWriter, r *http.Request, t tenant.T
 	if _, ok := r.Header[HeaderIdempotencyKey]; ok {
 		return nil, errorf(CodeInvalidRequest, "a batch takes no Idempotency-Key header: give each message an idempotency_key")
 	}
-	data, err := readBody(w, r, int64(s.cfg.MaxBatchBody))
-	if err != nil {
-		return nil, err
+	bp := bodyBuffers.Get().(*[]byte)
+	data, err := appendBody((*bp)[:0], w, r, int64(s.cfg.MaxBatchBody))
+	var raws []json.RawMessage
+	if err == nil {
+		raws, err = decodeBatch(data) // the raw messages are copies
 	}
-	raws, err := decodeBatch(data)
+	putBodyBuffer(bp, data)
 	if err != nil {
 		return nil, err
 	}

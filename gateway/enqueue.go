@@ -1,14 +1,16 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fairq/fairq/envelope"
@@ -56,11 +58,13 @@ func (s *Server) enqueueRequest(w http.ResponseWriter, r *http.Request, t tenant
 	if err := checkJSONContent(r); err != nil {
 		return accepted{}, 0, err
 	}
-	data, err := readBody(w, r, 3*int64(s.cfg.MaxMessageSize)+bodySlack)
-	if err != nil {
-		return accepted{}, 0, err
+	bp := bodyBuffers.Get().(*[]byte)
+	data, err := appendBody((*bp)[:0], w, r, 3*int64(s.cfg.MaxMessageSize)+bodySlack)
+	var msg message
+	if err == nil {
+		msg, err = decodeMessage(data, false) // keeps nothing of data
 	}
-	msg, err := decodeMessage(data, false)
+	putBodyBuffer(bp, data)
 	if err != nil {
 		return accepted{}, 0, err
 	}
@@ -171,22 +175,61 @@ func checkJSONContent(r *http.Request) error {
 
 // readBody reads the request body, refusing more than limit bytes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	return appendBody(nil, w, r, limit)
+}
+
+// appendBody appends the request body to buf, refusing more than limit
+// bytes.
+func appendBody(buf []byte, w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, &http.MaxBytesError{Limit: limit}
 	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + 1)
+		buf = slices.Grow(buf, int(r.ContentLength)+1) // +1: room to read the end
 	}
-	if _, err := buf.ReadFrom(body); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
+	body := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 512)
 		}
-		return nil, &Error{Code: CodeInvalidRequest, Detail: "could not read the request body", Err: err}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			return nil, &Error{Code: CodeInvalidRequest, Detail: "could not read the request body", Err: err}
+		}
 	}
-	return buf.Bytes(), nil
+}
+
+// bodyBuffers holds the buffers request bodies are read into. A decoded
+// message keeps nothing of its body's buffer (its strings are copies), so
+// the buffer serves the next request.
+var bodyBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 4<<10)
+	return &b
+}}
+
+// maxPooledBody is the largest body buffer put back in bodyBuffers; larger
+// ones are left to the garbage collector, so that a few large requests do
+// not keep their memory.
+const maxPooledBody = 64 << 10
+
+// putBodyBuffer puts bp back in bodyBuffers, holding data's array if data
+// was read into it.
+func putBodyBuffer(bp *[]byte, data []byte) {
+	if data != nil {
+		if cap(data) > maxPooledBody {
+			return
+		}
+		*bp = data[:0]
+	}
+	bodyBuffers.Put(bp)
 }
 
 // prepare makes the queue entry of a message: the caller's attributes and

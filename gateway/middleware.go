@@ -39,6 +39,9 @@ func requestID(ctx context.Context) string {
 type requestFrame struct {
 	id string
 	w  statusWriter
+	// idHeader is the value of the X-Request-Id answer header, held here
+	// to save it an allocation of its own.
+	idHeader [1]string
 }
 
 // requestIDs makes request ids: a random prefix per process and a counter,
@@ -116,8 +119,8 @@ func (s *Server) frame(next http.Handler) http.Handler {
 		if !validRequestID(id) {
 			id = s.ids.next()
 		}
-		w.Header()[HeaderRequestID] = []string{id} // the name is in canonical form
-		f := &requestFrame{id: id, w: statusWriter{ResponseWriter: w}}
+		f := &requestFrame{id: id, w: statusWriter{ResponseWriter: w}, idHeader: [1]string{id}}
+		w.Header()[HeaderRequestID] = f.idHeader[:] // the name is in canonical form
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, f))
 		sw := &f.w
 		defer func() {
