@@ -182,8 +182,9 @@ func NewAutoscaling(cfg AutoscalingConfig) (*Autoscaling, error) {
 	return a, nil
 }
 
-// Observe records the processing time of one job; spillover's Limiter
-// calls it when a job ends (spillover.Config.ObserveFunc).
+// Observe records the processing time of one job; the worker calls it
+// when a job's handler returns (consumer.Config.ObserveFunc), whatever the
+// outcome. It is safe for concurrent use and does not block.
 func (a *Autoscaling) Observe(d time.Duration) {
 	part := a.cfg.Window / windowBuckets
 	epoch := a.cfg.Now().UnixNano() / int64(part)

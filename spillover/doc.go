@@ -55,7 +55,7 @@
 //		Component: "worker_semaphore", FailClosed: !failOpen, Logger: log, Registerer: reg,
 //	})
 //	lim, _ := spillover.New(spillover.Config{Tenants: registry, Defaults: cfg.Defaults,
-//		Rate: rate, Semaphore: sem, FleetSizeFunc: f.Last, ObserveFunc: autoscaling.Observe, Registerer: reg})
+//		Rate: rate, Semaphore: sem, FleetSizeFunc: f.Last, Registerer: reg})
 //
 // Failing closed (redis.fail_open: false), a message whose limits cannot be
 // checked is spilled like a concurrency spill, reason "unavailable", rather

@@ -65,9 +65,6 @@ type Config struct {
 	// tenants of the registry seen get their own, up to this many, and
 	// the rest count as "other". Zero uses MaxTenantLabelsDefault.
 	MaxTenantLabels int
-	// ObserveFunc, if not nil, is given the processing time of every job
-	// the Limiter let run, when it ends (fleet.Autoscaling.Observe).
-	ObserveFunc func(time.Duration)
 	// Registerer receives the per-tenant metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	// NowFunc is the clock; nil uses time.Now.
@@ -200,9 +197,6 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		end := l.cfg.NowFunc()
 		took := end.Sub(start)
 		l.jobs.observe(id, took, end)
-		if l.cfg.ObserveFunc != nil {
-			l.cfg.ObserveFunc(took)
-		}
 	}}, nil
 }
 

@@ -161,7 +161,6 @@ func (w *world) startWorker(o workerOptions) *worker {
 	cfg := spillover.Config{
 		Tenants:          w.tenants,
 		FleetSizeFunc:    wk.fleet.Last,
-		ObserveFunc:      wk.scaling.Observe,
 		ConcurrencyDelay: o.concurrencyDelay,
 		Registerer:       wk.reg,
 	}
@@ -211,6 +210,7 @@ func (w *world) startWorker(o workerOptions) *worker {
 		BacklogAge:        o.backlogAge,
 		DropAge:           o.dropAge,
 		Limiter:           lim,
+		ObserveFunc:       wk.scaling.Observe,
 		ReceiveWait:       time.Second,
 		Logger:            log,
 		Registerer:        wk.reg,
