@@ -1,0 +1,60 @@
+// Command fairness runs fairq's fairness experiment: each scenario in each
+// mode (one shared queue, shuffle sharding only, full fairq) against the
+// real fairq binary, and writes a report.
+//
+//	go run ./loadtest/fairness                      # every scenario, every mode
+//	go run ./loadtest/fairness -scenario noisy -modes full
+//	go run ./loadtest/fairness -short               # the CI smoke version
+//
+// See package loadtest/harness for what a run does.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fairness", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.scenarios, "scenario", "all", "scenarios to run, comma-separated: noisy, outage, slow, poison, or all")
+	fs.StringVar(&o.modes, "modes", "all", "modes to run, comma-separated: single, shuffle, full, or all")
+	fs.StringVar(&o.backend, "backend", "auto", "memory, sqs (fauxqs + Redis, started here), or auto: memory, except sqs for the outage")
+	fs.StringVar(&o.out, "out", "loadtest/out/fairness", "output directory (relative to the module root)")
+	fs.BoolVar(&o.short, "short", false, "run the short CI versions of the scenarios")
+	fs.BoolVar(&o.noBaseline, "no-baseline", false, "skip the baseline runs (only the quiet tenants)")
+	fs.StringVar(&o.figures, "figures", "", "also copy the charts to this directory (relative to the module root)")
+	fs.BoolVar(&o.render, "render", false, "run nothing: write the report again from the records in -out")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "fairness: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	o.command = "go run ./loadtest/fairness " + strings.Join(args, " ")
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := experiment(ctx, o, stdout, logger); err != nil {
+		fmt.Fprintf(stderr, "fairness: %v\n", err)
+		return 1
+	}
+	return 0
+}

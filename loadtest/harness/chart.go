@@ -1,0 +1,280 @@
+package harness
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"slices"
+	"time"
+
+	xfont "golang.org/x/image/font"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Colours from the Okabe–Ito palette, which stays readable to colour-blind
+// eyes: the quiet tenants take the cool and dark ones, the tenant that
+// misbehaves vermillion.
+var (
+	quietColors = []color.Color{
+		color.RGBA{0x00, 0x72, 0xb2, 0xff}, // blue
+		color.RGBA{0x56, 0xb4, 0xe9, 0xff}, // sky blue
+		color.RGBA{0x00, 0x9e, 0x73, 0xff}, // bluish green
+		color.RGBA{0xcc, 0x79, 0xa7, 0xff}, // reddish purple
+		color.RGBA{0xe6, 0x9f, 0x00, 0xff}, // orange
+		color.RGBA{0x00, 0x00, 0x00, 0xff}, // black
+		color.RGBA{0x8c, 0x7e, 0x00, 0xff}, // dark yellow
+		color.RGBA{0x66, 0x66, 0x66, 0xff}, // grey
+	}
+	colorOther = color.RGBA{0xd5, 0x5e, 0x00, 0xff} // vermillion
+	colorGrey  = color.RGBA{0x90, 0x90, 0x90, 0xff}
+	colorShade = color.RGBA{0xee, 0xe0, 0xe0, 0xff}
+)
+
+// minLatency is the floor of the log axis: latencies below it are drawn on
+// it.
+const minLatency = time.Millisecond
+
+// bucketOf returns the chart's bucket of send time for a load of d.
+func bucketOf(d time.Duration) time.Duration {
+	if d <= 20*time.Second {
+		return time.Second
+	}
+	return 2 * time.Second
+}
+
+// WriteChart draws the scenario as a PNG: one panel per mode, side by
+// side on the same latency scale, each with every tenant's p95
+// enqueue-to-start latency by time of sending, the quiet tenants'
+// baseline p95 dashed, and the outage shaded.
+func (s *ScenarioResult) WriteChart(w io.Writer) error {
+	ms := s.modes()
+	if len(ms) == 0 {
+		return fmt.Errorf("%w: no runs to draw", ErrInvalidOptions)
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	series := make(map[Mode][]tenantSeries, len(ms))
+	for _, m := range ms {
+		series[m] = s.Runs[m].series(bucketOf(s.Scenario.Duration))
+		for _, ts := range series[m] {
+			for _, p := range ts.points {
+				lo, hi = min(lo, p.Y), max(hi, p.Y)
+			}
+		}
+		if b, ok := s.baselineP95(m); ok {
+			v := max(b, minLatency).Seconds()
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if math.IsInf(lo, 0) {
+		lo, hi = minLatency.Seconds(), 1
+	}
+	lo, hi = lo/1.5, hi*1.5
+	const panelW, legendW, height = 6.5 * vg.Inch, 2.6 * vg.Inch, 6 * vg.Inch
+	img := vgimg.NewWith(vgimg.UseWH(panelW*vg.Length(len(ms))+legendW, height), vgimg.UseDPI(96))
+	dc := draw.New(img)
+	dc.SetColor(color.White) // PNG viewers in dark mode show transparency as black
+	dc.Fill(dc.Rectangle.Path())
+	x0 := dc.Rectangle.Min.X
+	for i, m := range ms {
+		p, err := s.panel(m, series[m], lo, hi)
+		if err != nil {
+			return err
+		}
+		c := dc
+		c.Rectangle.Min.X = x0 + panelW*vg.Length(i)
+		c.Rectangle.Max.X = x0 + panelW*vg.Length(i+1)
+		p.Draw(draw.Crop(c, vg.Points(10), -vg.Points(6), vg.Points(8), -vg.Points(8)))
+	}
+	last := ms[len(ms)-1]
+	leg, err := s.legend(last, series[last])
+	if err != nil {
+		return err
+	}
+	c := dc
+	c.Rectangle.Min.X = x0 + panelW*vg.Length(len(ms))
+	leg.Draw(draw.Crop(c, vg.Points(4), -vg.Points(4), vg.Points(8), -vg.Points(40)))
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(w)
+	return err
+}
+
+// panel draws one mode.
+func (s *ScenarioResult) panel(m Mode, series []tenantSeries, lo, hi float64) (*plot.Plot, error) {
+	r := s.Runs[m]
+	sc := s.Scenario
+	p := plot.New()
+	q := r.Quiet.Latency
+	p.Title.Text = fmt.Sprintf("%s\nquiet tenants: p95 %s", m.Title(), fmtDur(q.P95))
+	if b, ok := s.baselineP95(m); ok {
+		p.Title.Text += fmt.Sprintf(" (%s the baseline)", fmtRatio(float64(q.P95)/float64(max(b, time.Microsecond))))
+	}
+	p.Title.TextStyle.Font.Size = vg.Points(15)
+	p.Title.TextStyle.Font.Weight = xfont.WeightBold
+	p.Title.Padding = vg.Points(8)
+	p.X.Label.Text = "time of sending (s since the load began)"
+	// Short: gonum pads the top of the plot by about the part of a long
+	// vertical label that would stand above the middle.
+	p.Y.Label.Text = "p95 latency (log scale)"
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(12)
+		a.Tick.Label.Font.Size = vg.Points(12)
+	}
+	logAxis(&p.Y)
+	p.X.Min, p.X.Max = 0, sc.Duration.Seconds()
+	p.Y.Min, p.Y.Max = lo, hi
+	p.Add(plotter.NewGrid())
+
+	if sc.Outage.For > 0 && !r.OutageStart.IsZero() {
+		from, to := r.since(r.OutageStart).Seconds(), r.since(r.OutageEnd).Seconds()
+		shade, err := plotter.NewPolygon(plotter.XYs{{X: from, Y: lo}, {X: to, Y: lo}, {X: to, Y: hi}, {X: from, Y: hi}})
+		if err != nil {
+			return nil, err
+		}
+		shade.Color, shade.LineStyle.Width = colorShade, 0
+		p.Add(shade)
+		label, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: (from + to) / 2, Y: lo * 1.3}}, Labels: []string{"workers stopped"}})
+		if err != nil {
+			return nil, err
+		}
+		label.TextStyle[0].XAlign = draw.XCenter
+		label.TextStyle[0].Font.Size = vg.Points(12)
+		p.Add(label)
+	}
+	if b, ok := s.baselineP95(m); ok {
+		y := max(b, minLatency).Seconds()
+		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: y}, {X: sc.Duration.Seconds(), Y: y}})
+		if err != nil {
+			return nil, err
+		}
+		l.Color, l.Width, l.Dashes = colorGrey, vg.Points(2), []vg.Length{vg.Points(6), vg.Points(4)}
+		p.Add(l)
+	}
+	for _, l := range tenantLines(series) {
+		if len(l.XYs) > 0 {
+			p.Add(l)
+		}
+	}
+	return p, nil
+}
+
+// tenantLines returns the line of each tenant, coloured by its order.
+func tenantLines(series []tenantSeries) []*plotter.Line {
+	var ls []*plotter.Line
+	quiet := 0
+	for _, ts := range series {
+		l := &plotter.Line{XYs: ts.points, LineStyle: plotter.DefaultLineStyle}
+		if ts.role == RoleQuiet {
+			l.Color, l.Width = quietColors[quiet%len(quietColors)], vg.Points(1.6)
+			quiet++
+		} else {
+			l.Color, l.Width = colorOther, vg.Points(3)
+		}
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+// legend draws the legend of every panel on its own: the tenants with
+// their shards in the first mode, and the baseline.
+func (s *ScenarioResult) legend(m Mode, series []tenantSeries) (*plot.Plot, error) {
+	p := plot.New()
+	p.HideAxes()
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.ThumbnailWidth = vg.Points(28)
+	p.Legend.TextStyle.Font.Size = vg.Points(12)
+	p.Legend.Padding = vg.Points(3)
+	if _, ok := s.baselineP95(m); ok {
+		l := &plotter.Line{LineStyle: draw.LineStyle{Color: colorGrey, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(6), vg.Points(4)}}}
+		p.Legend.Add("quiet tenants'\nbaseline p95", l)
+	}
+	queues, _ := m.pool()
+	for i, l := range tenantLines(series) {
+		ts := series[i]
+		label := fmt.Sprintf("%s (%s)", ts.id, ts.role)
+		if queues > 1 {
+			label = fmt.Sprintf("%s %s", ts.id, ts.shard)
+		}
+		p.Legend.Add(label, l)
+	}
+	return p, nil
+}
+
+// tenantSeries is one tenant's p95 by bucket of send time.
+type tenantSeries struct {
+	id, shard string
+	role      Role
+	points    plotter.XYs
+}
+
+// series returns each tenant's p95 latency per bucket of send time, in
+// seconds, at the middle of the bucket; buckets without a delivered message
+// are left out.
+func (r *Result) series(bucket time.Duration) []tenantSeries {
+	n := int(math.Ceil(float64(r.Scenario.Duration) / float64(bucket)))
+	out := make([]tenantSeries, 0, len(r.Tenants))
+	for _, st := range r.Tenants {
+		buckets := make([][]time.Duration, n)
+		for _, m := range r.Messages {
+			if m.Tenant != st.ID || m.Latency < 0 || m.Sent < 0 {
+				continue
+			}
+			if i := int(m.Sent / bucket); i < n {
+				buckets[i] = append(buckets[i], m.Latency)
+			}
+		}
+		ts := tenantSeries{id: st.ID, shard: st.Shard, role: st.Role}
+		for i, b := range buckets {
+			if len(b) == 0 {
+				continue
+			}
+			x := (time.Duration(i)*bucket + bucket/2).Seconds()
+			ts.points = append(ts.points, plotter.XY{X: x, Y: max(quantiles(b).P95, minLatency).Seconds()})
+		}
+		out = append(out, ts)
+	}
+	// Quiet tenants first, so that the misbehaving one draws on top.
+	slices.SortStableFunc(out, func(a, b tenantSeries) int {
+		return boolInt(a.role != RoleQuiet) - boolInt(b.role != RoleQuiet)
+	})
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// logAxis makes an axis of seconds logarithmic with ticks at round
+// durations.
+func logAxis(a *plot.Axis) {
+	a.Scale = plot.LogScale{}
+	a.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
+		var ticks []plot.Tick
+		for _, v := range tickValues {
+			if v >= min && v <= max {
+				ticks = append(ticks, plot.Tick{Value: v, Label: tickLabel(v)})
+			}
+		}
+		return ticks
+	})
+}
+
+var tickValues = []float64{0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1800, 3600}
+
+func tickLabel(s float64) string {
+	switch {
+	case s < 1:
+		return fmt.Sprintf("%g ms", math.Round(s*1000))
+	case s < 60:
+		return fmt.Sprintf("%g s", s)
+	case s < 3600:
+		return fmt.Sprintf("%g min", s/60)
+	}
+	return fmt.Sprintf("%g h", s/3600)
+}

@@ -1,0 +1,87 @@
+// Package harness runs fairq's fairness experiment and its load scenarios
+// against the real fairq binary, as users run it, and accounts for every
+// message.
+//
+// A run (Run) takes a Scenario and a Mode:
+//
+//  1. It writes a fairq configuration (fairq.yaml) with fresh API keys
+//     and admin token, and starts fairq in child processes: on the memory
+//     backend one `fairq dev --push-url`, on sqs `fairq queues create`,
+//     one `fairq gateway` and Scenario.Workers `fairq worker` processes
+//     sharing Redis (Services).
+//  2. A sink, an HTTP server in the harness, is the application behind the
+//     workers: it records every push (tenant, X-Fairq-Enqueued-At, message
+//     id, receive count, arrival time) and answers after the tenant's
+//     processing time (Tenant.Work): 200, or 500 for a poison message.
+//  3. A generator offers each tenant's load at a constant rate, open loop,
+//     as POST /v1/messages, and records every answer.
+//  4. For an outage, the workers get SIGTERM Outage.At into the load and
+//     are started again Outage.For later, while the gateway keeps
+//     accepting.
+//  5. After Scenario.Duration the load stops; the harness waits (at most
+//     Scenario.Drain) until GET /admin/v1/queues shows every queue but the
+//     dead-letter queue empty and the sink idle; then it counts the
+//     dead-letter queue and redrives it (POST /admin/v1/dlq/redrive) with
+//     the sink answering 200 to everything, so that each dead letter comes
+//     back once more and is named. Then it stops fairq.
+//
+// # Modes
+//
+// ModeSingle is one shared queue, fairness off; ModeShuffle shuffle
+// sharding only (the default pool of 8 queues, shards of 2); ModeFull
+// adds the per-tenant worker limits (process_rate, process_burst,
+// concurrency: Scenario.Limits, the same for every tenant) and the backlog
+// queue for messages older than Scenario.BacklogAge. The front door is the
+// same in every mode: ingest unlimited in rate, and the per-tenant
+// backpressure of Scenario.SoftBacklog and MaxBacklog, which bounds how
+// much one tenant can queue in front of the others and how long the
+// queues take to drain.
+//
+// # Accounting
+//
+// Message ids change when a message moves between queues, so the
+// generator numbers each message and sends the number as attribute lt-seq,
+// which comes back to the sink as X-Aws-Sqsd-Attr-lt-seq. Every accepted
+// message (202) is then processed (a delivery answered 2xx), dead-lettered
+// (named by the redrive), or lost; Accounting.Balanced demands none lost,
+// every poison message dead-lettered and no other. Successful deliveries
+// beyond a message's first are counted as duplicates.
+//
+// # Measures
+//
+// Latency is enqueue-to-start: from the gateway's acceptance
+// (X-Fairq-Enqueued-At, to the millisecond) to the start of the message's
+// first delivery. Statistics leave out messages sent during
+// Scenario.Warmup. A quiet tenant's reference is the same mode run with the
+// quiet tenants only (Scenario.Baseline), or, for an outage, the messages
+// sent before it. After an outage, Recovery.RecoveredAfter is where the
+// first second of send time after the restart lies from which the p95 of
+// every second stays within RecoveryFactor times the pre-outage p95.
+// Goodput is the rate of messages whose first success ended in the
+// measured window; Jain's index over the quiet tenants' goodput is
+// (Σx)²/(n·Σx²). Each send records how late it left (Send.Late), and each
+// run the machine's load average, so that a run disturbed by other work
+// on the machine shows as such.
+//
+// Each run writes fairq.yaml, the processes' logs, messages.csv (one line
+// per accepted message) and result.json into its directory; LoadResult
+// reads them back, and WriteReport draws the charts (one PNG per scenario:
+// a panel per mode with every tenant's p95 by time of sending) and writes
+// the markdown report with the Done-when Criteria.
+//
+// # Choices and caveats
+//
+//   - The outage needs the sqs backend: on memory the queues live inside
+//     the one `fairq dev` process, so its workers cannot stop alone
+//     (ErrNeedsSQS).
+//   - A worker stopped while its long polls are open on the fauxqs
+//     emulator can leave a message that arrives later invisible until its
+//     visibility timeout: the emulator hands it to the closed poll. It is
+//     delivered late, not lost; the short outage uses a short visibility
+//     timeout so that this does not hold up the smoke test.
+//   - Capacity is worker.connections over the sink's processing time
+//     (Little's law), less the slots that idle receive loops hold while
+//     they wait: a worker reserves a slot per queue it watches, so keep
+//     connections well above the number of queues (here 50, aws-sqsd's
+//     default, with 8 live queues plus overflow and backlog).
+package harness

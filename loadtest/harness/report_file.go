@@ -1,0 +1,57 @@
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Environment describes where and how the experiment ran, for the report.
+type Environment struct {
+	// Command is the command line that ran it.
+	Command string
+	// Machine describes the machine: CPUs, OS, Go version.
+	Machine string
+	// Version is fairq's version (`fairq version`).
+	Version string
+	Date    time.Time
+}
+
+// WriteReport writes report.md and one chart per scenario,
+// <scenario>.png, into dir, and returns the report's text.
+func WriteReport(dir string, rs []*ScenarioResult, env Environment) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# fairq fairness experiment\n\n")
+	fmt.Fprintf(&b, "Run on %s with `%s`; %s, %s.\n\n", env.Date.UTC().Format("2006-01-02 15:04 MST"), env.Command, env.Version, env.Machine)
+	fmt.Fprintf(&b, "Latency is enqueue-to-start: from the gateway's acceptance (X-Fairq-Enqueued-At) to the start of the message's first delivery to the application. "+
+		"Quiet tenants' figures pool all their messages sent after the warmup. Goodput counts messages whose first success ended in that window.\n\n")
+	fmt.Fprintf(&b, "## Done when\n\n")
+	WriteCriteria(&b, Criteria(rs))
+	for _, sr := range rs {
+		if len(sr.modes()) == 0 {
+			continue
+		}
+		chart := sr.Scenario.Name + ".png"
+		f, err := os.Create(filepath.Join(dir, chart))
+		if err != nil {
+			return nil, err
+		}
+		err = sr.WriteChart(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("chart of %s: %w", sr.Scenario.Name, err)
+		}
+		sr.WriteMarkdown(&b, chart)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), b.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

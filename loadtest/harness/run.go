@@ -1,0 +1,309 @@
+package harness
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Options configure one run: a scenario in a mode.
+type Options struct {
+	Scenario Scenario
+	Mode     Mode
+	// Baseline runs the scenario with its quiet tenants only.
+	Baseline bool
+	// Backend is "memory" (the default: one `fairq dev` process) or
+	// "sqs" (a gateway and separate workers on Services).
+	Backend string
+	// Services are the SQS endpoint and Redis of the sqs backend.
+	Services Services
+	// Binary is the fairq binary; Build makes one.
+	Binary string
+	// Dir receives the run's configuration, the processes' logs and its
+	// records (messages.csv, result.json).
+	Dir string
+	// Logger reports progress; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	o.Backend = cmp.Or(o.Backend, backendMemory)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
+	return o
+}
+
+func (o Options) validate() error {
+	if err := o.Scenario.validate(); err != nil {
+		return err
+	}
+	if _, err := ParseMode(string(o.Mode)); err != nil {
+		return err
+	}
+	switch o.Backend {
+	case backendMemory:
+		if o.Scenario.Outage.For > 0 {
+			return fmt.Errorf("%w: %s", ErrNeedsSQS, o.Scenario.Name)
+		}
+	case backendSQS:
+		if o.Services.SQSEndpoint == "" || o.Services.RedisAddr == "" {
+			return fmt.Errorf("%w: the sqs backend needs an SQS endpoint and Redis", ErrInvalidOptions)
+		}
+	default:
+		return fmt.Errorf("%w: unknown backend %q (want memory or sqs)", ErrInvalidOptions, o.Backend)
+	}
+	if o.Binary == "" || o.Dir == "" {
+		return fmt.Errorf("%w: Binary and Dir are required", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// pollEvery is how often the harness reads the queue depths while it
+// waits for them to drain.
+const pollEvery = 250 * time.Millisecond
+
+// Run starts the system of the scenario in the mode, drives the load for
+// Scenario.Duration (stopping and restarting the workers for an outage),
+// waits for every accepted message to end, redrives the dead letters so
+// that the sink can name them, stops everything and returns what happened
+// to every message. A run whose accounting does not balance is still
+// returned, with no error: Result.Accounting says so.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	sc := o.Scenario
+	if o.Baseline {
+		sc = sc.WithoutOthers()
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	log := o.Logger.With("scenario", sc.Name, "mode", o.Mode, "baseline", o.Baseline)
+
+	snk, err := newSink(sc.Tenants)
+	if err != nil {
+		return nil, err
+	}
+	if err := snk.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer snk.Stop(context.WithoutCancel(ctx))
+
+	cfg := systemConfig{
+		scenario: sc, mode: o.Mode, backend: o.Backend, services: o.Services,
+		prefix: "lt" + randomHex(4), pushURL: snk.url(), creds: newCredentials(sc.Tenants),
+	}
+	sys, err := startSystem(ctx, cfg, o.Binary, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer sys.stop(context.WithoutCancel(ctx))
+
+	res := &Result{Scenario: sc, Mode: o.Mode, Backend: o.Backend, Baseline: o.Baseline}
+	gen := newGenerator(sys.baseURL(), cfg.creds.keys, sc.Tenants)
+	res.Start = time.Now().Add(100 * time.Millisecond)
+	log.Info("load", "duration", sc.Duration, "tenants", len(sc.Tenants))
+
+	res.LoadAvg[0] = loadAvg()
+	outageErr := make(chan error, 1)
+	go func() { outageErr <- runOutage(ctx, sys, res, log) }()
+	gen.run(ctx, res.Start, sc.Duration)
+	res.Sends, res.Skipped = gen.results()
+	res.LoadAvg[1] = loadAvg()
+	if err := <-outageErr; err != nil {
+		return nil, err
+	}
+	if err := sys.check(); err != nil {
+		return nil, err
+	}
+
+	log.Info("load done: waiting for the queues to drain", "sent", len(res.Sends), "limit", sc.Drain)
+	res.Drained, res.Leftover, err = waitDrained(ctx, sys, snk, sc.Drain, false)
+	if err != nil {
+		return nil, err
+	}
+	res.DrainedAt = time.Now()
+	if err := deadLetters(ctx, sys, snk, sc.Drain, res, log); err != nil {
+		return nil, err
+	}
+	res.Deliveries = snk.snapshot()
+	if err := sys.stop(ctx); err != nil {
+		return nil, fmt.Errorf("stop fairq: %w", err)
+	}
+	res.analyse()
+	if err := res.write(o.Dir); err != nil {
+		return nil, err
+	}
+	log.Info("run done", "accepted", res.Accounting.Accepted, "processed", res.Accounting.Processed,
+		"dead_lettered", res.Accounting.DeadLettered, "lost", res.Accounting.Lost, "duplicates", res.Accounting.Duplicates)
+	return res, nil
+}
+
+// runOutage stops the workers at Outage.At and starts them again For
+// later, recording when; without an outage it returns at once.
+func runOutage(ctx context.Context, sys *system, res *Result, log *slog.Logger) error {
+	o := res.Scenario.Outage
+	if o.For == 0 {
+		return nil
+	}
+	if err := sleepUntil(ctx, res.Start.Add(o.At)); err != nil {
+		return nil // the load ends with ctx too
+	}
+	res.OutageStart = time.Now()
+	log.Info("outage: stopping the workers")
+	if err := sys.stopWorkers(ctx); err != nil {
+		return fmt.Errorf("outage: %w", err)
+	}
+	if err := sleepUntil(ctx, res.OutageStart.Add(o.For)); err != nil {
+		return nil
+	}
+	res.OutageEnd = time.Now()
+	log.Info("outage over: starting the workers")
+	if err := sys.startWorkers(ctx); err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	}
+	res.WorkersReady = time.Now()
+	return nil
+}
+
+// waitDrained waits until no queue holds a message (the dead-letter queue
+// too, with dlq) and the sink answers none, read twice in a row, or until
+// limit. It returns whether they drained and, if not, how many messages
+// were left.
+func waitDrained(ctx context.Context, sys *system, snk *sink, limit time.Duration, dlq bool) (bool, int, error) {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	quiet, left := 0, -1
+	for {
+		qs, err := sys.queues(ctx)
+		if err != nil {
+			if err := sys.check(); err != nil {
+				return false, left, err
+			}
+		} else {
+			left = 0
+			for _, q := range qs {
+				if q.Role != "dlq" || dlq {
+					left += q.total()
+				}
+			}
+			if left == 0 && snk.busy() == 0 {
+				quiet++
+			} else {
+				quiet = 0
+			}
+			if quiet >= 2 {
+				return true, 0, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false, left, ctx.Err()
+		case <-deadline.C:
+			return false, left, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// deadLetters counts the dead-letter queue, then, if it holds any,
+// redrives it with the sink answering 200 to everything: each message the
+// sink then receives is a dead letter, named by its number.
+func deadLetters(ctx context.Context, sys *system, snk *sink, limit time.Duration, res *Result, log *slog.Logger) error {
+	qs, err := sys.queues(ctx)
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if q.Role == "dlq" {
+			res.DLQDepth += q.total()
+		}
+	}
+	if res.DLQDepth == 0 {
+		return nil
+	}
+	log.Info("redriving the dead letters to name them", "dlq", res.DLQDepth)
+	snk.fix()
+	if res.Redriven, err = sys.redrive(ctx); err != nil {
+		return err
+	}
+	drained, left, err := waitDrained(ctx, sys, snk, limit, true)
+	if err != nil {
+		return err
+	}
+	if !drained {
+		log.Warn("dead letters not all delivered after the redrive", "left", left)
+		res.Leftover += left
+	}
+	return nil
+}
+
+// loadAvg returns the 1-minute load average, or "" where /proc has none.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// sleepUntil waits until t or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// ModuleRoot returns the directory of fairq's go.mod.
+func ModuleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the fairq module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// Build builds the fairq binary into dir and returns its path; race builds
+// it with the race detector.
+func Build(ctx context.Context, root, dir string, race bool) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	bin, err := filepath.Abs(filepath.Join(dir, "fairq"))
+	if err != nil {
+		return "", err
+	}
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/fairq")...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/fairq: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return bin, nil
+}

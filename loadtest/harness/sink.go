@@ -1,0 +1,155 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Attributes the harness puts on every message, read back by the sink from
+// the worker's X-Aws-Sqsd-Attr- headers. Message ids change when a
+// message moves between queues, so the harness numbers messages itself.
+const (
+	AttrSeq    = "lt-seq"  // the message's number in the run
+	AttrKind   = "lt-kind" // "poison" for a message the sink always fails
+	kindPoison = "poison"
+)
+
+// Headers of the worker's push that the sink reads (DESIGN.md §7).
+const (
+	headerTenant       = "X-Fairq-Tenant"
+	headerEnqueuedAt   = "X-Fairq-Enqueued-At"
+	headerMsgid        = "X-Aws-Sqsd-Msgid"
+	headerReceiveCount = "X-Aws-Sqsd-Receive-Count"
+	headerAttr         = "X-Aws-Sqsd-Attr-"
+	enqueuedAtFormat   = "2006-01-02T15:04:05.000Z"
+)
+
+// Delivery is one push of a message by a worker to the sink.
+type Delivery struct {
+	// Seq is the message's number (attribute lt-seq), -1 when it had none.
+	Seq    int64
+	Tenant string
+	// MsgID is the SQS message id of this copy (X-Aws-Sqsd-Msgid).
+	MsgID string
+	// EnqueuedAt is when the gateway accepted the message
+	// (X-Fairq-Enqueued-At, to the millisecond).
+	EnqueuedAt time.Time
+	// Start is when the push arrived, End when the sink answered.
+	Start, End time.Time
+	// ReceiveCount is X-Aws-Sqsd-Receive-Count: deliveries across moves.
+	ReceiveCount int
+	// Status is the sink's answer; 0 when the worker hung up first.
+	Status int
+	// Redriven marks a delivery after the dead-letter redrive at the end
+	// of the run, when the sink answers 200 to everything: each is a
+	// message that had been dead-lettered.
+	Redriven bool
+}
+
+// OK reports whether the delivery succeeded, so that the worker deleted
+// the message.
+func (d Delivery) OK() bool { return d.Status >= 200 && d.Status < 300 }
+
+// sink is the application behind the workers: it records every push and
+// answers as the scenario says, after the tenant's processing time, with
+// 500 for poison messages until the dead letters are redriven at the end.
+type sink struct {
+	work     map[string]time.Duration // tenant → processing time
+	fixed    atomic.Bool              // poison is answered 200 from now on, and deliveries are marked Redriven
+	inflight atomic.Int64
+
+	mu         sync.Mutex
+	deliveries []Delivery
+
+	ln   net.Listener
+	srv  *http.Server
+	done chan error
+}
+
+// newSink listens on a free loopback port.
+func newSink(tenants []Tenant) (*sink, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("sink: %w", err)
+	}
+	s := &sink{work: make(map[string]time.Duration, len(tenants)), ln: ln, done: make(chan error, 1)}
+	for _, t := range tenants {
+		s.work[t.ID] = t.Work
+	}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// url is the push URL of the workers.
+func (s *sink) url() string { return "http://" + s.ln.Addr().String() + "/" }
+
+// Start serves until Stop.
+func (s *sink) Start(context.Context) error {
+	go func() { s.done <- s.srv.Serve(s.ln) }()
+	return nil
+}
+
+// Stop stops serving, waiting for running pushes until ctx ends.
+func (s *sink) Stop(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if serveErr := <-s.done; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	return err
+}
+
+// fix makes the sink answer 200 to every push from now on and mark each
+// as redriven.
+func (s *sink) fix() { s.fixed.Store(true) }
+
+// busy returns the number of pushes being answered.
+func (s *sink) busy() int64 { return s.inflight.Load() }
+
+// snapshot returns a copy of the deliveries recorded so far.
+func (s *sink) snapshot() []Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Delivery(nil), s.deliveries...)
+}
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	d := Delivery{Start: time.Now(), Seq: -1, Tenant: r.Header.Get(headerTenant), MsgID: r.Header.Get(headerMsgid)}
+	io.Copy(io.Discard, r.Body)
+	if v, err := strconv.ParseInt(r.Header.Get(headerAttr+AttrSeq), 10, 64); err == nil {
+		d.Seq = v
+	}
+	if t, err := time.Parse(enqueuedAtFormat, r.Header.Get(headerEnqueuedAt)); err == nil {
+		d.EnqueuedAt = t
+	}
+	d.ReceiveCount, _ = strconv.Atoi(r.Header.Get(headerReceiveCount))
+	d.Redriven = s.fixed.Load()
+	poison := r.Header.Get(headerAttr+AttrKind) == kindPoison && !d.Redriven
+
+	// The work: the tenant's processing time, cut short if the worker
+	// hangs up.
+	t := time.NewTimer(s.work[d.Tenant])
+	select {
+	case <-t.C:
+		d.Status = http.StatusOK
+		if poison {
+			d.Status = http.StatusInternalServerError
+		}
+		w.WriteHeader(d.Status)
+	case <-r.Context().Done():
+		t.Stop()
+	}
+	d.End = time.Now()
+	s.mu.Lock()
+	s.deliveries = append(s.deliveries, d)
+	s.mu.Unlock()
+}
