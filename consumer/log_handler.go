@@ -15,9 +15,12 @@ type LogHandler struct {
 
 var _ Handler = (*LogHandler)(nil)
 
-// NewLogHandler returns a LogHandler logging to logger (nil: slog.Default()).
+// NewLogHandler returns a LogHandler logging to logger. Like every
+// component of fairq it uses no global logger: a nil logger logs nothing,
+// which leaves a handler that only acknowledges messages (a sink for
+// tests and benchmarks); pass the process's logger to see them.
 func NewLogHandler(logger *slog.Logger) *LogHandler {
-	return &LogHandler{log: cmp.Or(logger, slog.Default())}
+	return &LogHandler{log: cmp.Or(logger, slog.New(slog.DiscardHandler))}
 }
 
 // Handle logs m at level Info.

@@ -50,12 +50,12 @@ type RedriveConfig struct {
 	// redrive runs; default RedriveHoldDefault. They are made visible
 	// again when it ends.
 	Hold   time.Duration
-	Logger *slog.Logger // nil: slog.Default()
+	Logger *slog.Logger // nil: logs nothing
 }
 
 func (c RedriveConfig) withDefaults() RedriveConfig {
 	c.Hold = cmp.Or(c.Hold, RedriveHoldDefault)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
 

@@ -114,7 +114,7 @@ type Config struct {
 	// extension; default VisibilityTimeout/3.
 	HeartbeatInterval time.Duration
 
-	Logger     *slog.Logger          // nil: slog.Default()
+	Logger     *slog.Logger          // nil: logs nothing
 	Registerer prometheus.Registerer // nil: metrics are kept but not registered
 	// NowFunc is the clock; default time.Now.
 	NowFunc func() time.Time
@@ -134,7 +134,7 @@ func (c Config) withDefaults() Config {
 	c.ReceiveWindow = cmp.Or(c.ReceiveWindow, ReceiveWindowDefault)
 	c.BackoffBase = cmp.Or(c.BackoffBase, BackoffBaseDefault)
 	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, c.VisibilityTimeout/3)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.NowFunc == nil {
 		c.NowFunc = time.Now
 	}

@@ -54,7 +54,7 @@ type Config struct {
 	// Identity names this process in the lease; default host-pid-random.
 	Identity string
 
-	Logger     *slog.Logger          // nil: slog.Default()
+	Logger     *slog.Logger          // nil: logs nothing
 	Registerer prometheus.Registerer // nil: metrics not registered
 	NowFunc    func() time.Time      // default time.Now
 }
@@ -68,7 +68,7 @@ func (c Config) withDefaults() Config {
 		rand.Read(b[:])
 		c.Identity = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.NowFunc == nil {
 		c.NowFunc = time.Now
 	}
