@@ -29,6 +29,9 @@ type BacklogAdder interface {
 // (another tenant's) invisible, so as not to read them twice in one run.
 const RedriveHoldDefault = 15 * time.Minute
 
+// redriveAddTimeout bounds the backlog counter's Adds of one batch.
+const redriveAddTimeout = 5 * time.Second
+
 // redriveWait is the long-poll wait of the redrive's receives: the run ends
 // at the first receive that waited this long for nothing.
 const redriveWait = time.Second
@@ -104,6 +107,11 @@ type RedriveResult struct {
 // A message sent back whose delete fails is in both queues; it is
 // counted as moved and logged.
 //
+// Cancelling ctx stops the redrive between batches of up to ten: a batch
+// once received is sent back and deleted from the dead-letter queue (and
+// counted in the backlog) whatever becomes of ctx, so that a redrive cut
+// short, by a closed request or an interrupt, moves no message twice.
+//
 // A redriven message older than worker.backlog_age goes through the
 // backlog queue, like any old message.
 func Redrive(ctx context.Context, cfg RedriveConfig) (RedriveResult, error) {
@@ -128,11 +136,6 @@ func Redrive(ctx context.Context, cfg RedriveConfig) (RedriveResult, error) {
 		if len(msgs) == 0 {
 			break
 		}
-		type pending struct {
-			m      queue.Message
-			tenant string
-			q      int
-		}
 		byQueue := map[int][]pending{}
 		for _, m := range msgs {
 			tenant := m.Attributes[envelope.AttrTenant]
@@ -153,7 +156,13 @@ func Redrive(ctx context.Context, cfg RedriveConfig) (RedriveResult, error) {
 				entries[i] = queue.Entry{ID: entryIDs[i], Body: p.m.Body, Attributes: resetAttempts(p.m)}
 			}
 			dest := cfg.Names.Live[q]
-			results, err := cfg.Backend.Send(ctx, dest, entries)
+			// A send cut short might have reached the queue all the
+			// same, and its dead letters, left where they are, would be
+			// redriven twice: a batch once received is carried through,
+			// and ctx is checked between batches.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchCallTimeout)
+			results, err := cfg.Backend.Send(sctx, dest, entries)
+			cancel()
 			var sent []pending
 			for i, p := range ps {
 				serr := err
@@ -175,29 +184,55 @@ func Redrive(ctx context.Context, cfg RedriveConfig) (RedriveResult, error) {
 				continue
 			}
 			handles := make([]string, len(sent))
+			added := map[string]int64{}
 			for i, p := range sent {
 				handles[i] = p.m.ReceiptHandle
 				res.Moved++
 				res.ByTenant[p.tenant]++
+				added[p.tenant]++
 			}
-			errs, err := cfg.Backend.Delete(ctx, cfg.Names.DLQ, handles)
-			for i, p := range sent {
-				derr := err
-				if derr == nil && i < len(errs) {
-					derr = errs[i]
-				}
-				if derr != nil {
-					cfg.Logger.Warn("redrive: sent back but not deleted from the dead-letter queue", "id", p.m.ID, "tenant", p.tenant, "err", derr)
-				}
-				if cfg.Backlog != nil {
-					if err := cfg.Backlog.Add(ctx, p.tenant, 1); err != nil {
-						cfg.Logger.Warn("redrive: backlog counter not incremented", "tenant", p.tenant, "err", err)
-					}
-				}
-			}
+			// Once the copies are sent, the dead letters must go, whatever
+			// becomes of ctx (a closed HTTP request, a SIGINT): left in the
+			// dead-letter queue they would be redriven again.
+			finish(context.WithoutCancel(ctx), cfg, sent, handles, added)
 		}
 	}
 	return res, nil
+}
+
+// finish deletes from the dead-letter queue the messages sent back (their
+// receipt handles) and adds them to their tenants' backlog counters. ctx
+// is not cancelled with the redrive: each step has its own timeout.
+func finish(ctx context.Context, cfg RedriveConfig, sent []pending, handles []string, added map[string]int64) {
+	dctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
+	errs, err := cfg.Backend.Delete(dctx, cfg.Names.DLQ, handles)
+	cancel()
+	for i, p := range sent {
+		derr := err
+		if derr == nil && i < len(errs) {
+			derr = errs[i]
+		}
+		if derr != nil {
+			cfg.Logger.Warn("redrive: sent back but not deleted from the dead-letter queue", "id", p.m.ID, "tenant", p.tenant, "err", derr)
+		}
+	}
+	if cfg.Backlog == nil {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, redriveAddTimeout)
+	defer cancel()
+	for tenant, n := range added {
+		if err := cfg.Backlog.Add(actx, tenant, n); err != nil {
+			cfg.Logger.Warn("redrive: backlog counter not incremented", "tenant", tenant, "n", n, "err", err)
+		}
+	}
+}
+
+// pending is a dead letter on its way back to live queue q.
+type pending struct {
+	m      queue.Message
+	tenant string
+	q      int
 }
 
 // resetAttempts returns the attributes of a dead letter with its attempts

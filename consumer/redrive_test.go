@@ -131,3 +131,78 @@ func TestRedriveInvalid(t *testing.T) {
 		}
 	}
 }
+
+// cancelOnSend is a backend that cancels a context once a send to a live
+// queue has returned, as a client closing its request mid-redrive would.
+type cancelOnSend struct {
+	queue.Backend
+	dlq    string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnSend) Send(ctx context.Context, q string, entries []queue.Entry) ([]queue.SendResult, error) {
+	res, err := c.Backend.Send(ctx, q, entries)
+	if q != c.dlq {
+		c.cancel()
+	}
+	return res, err
+}
+
+// ctxAdder records BacklogAdder.Add calls, failing those whose context
+// has ended, as a Redis client would.
+type ctxAdder struct {
+	mu  sync.Mutex
+	got map[string]int64
+}
+
+func (a *ctxAdder) Add(ctx context.Context, tenant string, n int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.got == nil {
+		a.got = map[string]int64{}
+	}
+	a.got[tenant] += n
+	return nil
+}
+
+// TestRedriveCancelled: a redrive whose context ends once a batch is sent
+// back still deletes that batch from the dead-letter queue and counts it,
+// so that running it again moves no message twice.
+func TestRedriveCancelled(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			b, names := setup(t, kind)
+			for range 3 {
+				send(t, b, names.DLQ, msg{tenant: "b", meta: &envelope.Meta{EnqueuedAt: 1700000000000, Attempts: 10}})
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			backlog := &ctxAdder{}
+			res, err := consumer.Redrive(ctx, consumer.RedriveConfig{
+				Backend: &cancelOnSend{Backend: b, dlq: names.DLQ, cancel: cancel},
+				Names:   names, Picker: picker{}, Backlog: backlog, Logger: discard,
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Redrive = %v, want context.Canceled", err)
+			}
+			if res.Moved < 1 {
+				t.Fatalf("Redrive moved %d, want the batch sent before the cancel", res.Moved)
+			}
+			if n := depth(t, b, names.DLQ); n != 3-res.Moved {
+				t.Errorf("%d dead letters left after %d moved, want %d: the moved ones would be redriven again", n, res.Moved, 3-res.Moved)
+			}
+			if n := depth(t, b, names.Live[0]); n != res.Moved {
+				t.Errorf("live queue holds %d, want %d", n, res.Moved)
+			}
+			backlog.mu.Lock()
+			if diff := cmp.Diff(map[string]int64{"b": int64(res.Moved)}, backlog.got); diff != "" {
+				t.Errorf("backlog increments (-want +got):\n%s", diff)
+			}
+			backlog.mu.Unlock()
+		})
+	}
+}
