@@ -76,9 +76,12 @@
 // VisibilityTimeout/3, in ChangeMessageVisibilityBatch calls) so that a
 // long job is not delivered twice, never past SQS's limit of 12 hours from
 // the receive; the extension stops when the job ends, at the latest at
-// InactivityTimeout. If an extension fails, the running job is not
-// cancelled: the failure is logged and counted, and retried at the next
-// beat while the message is still invisible. Cancelling would not help —
+// InactivityTimeout. Each extension call gives up after the heartbeat
+// interval (at most 10 s), and a job that ends waits only for the call
+// extending its own message, so a queue that stops answering holds up
+// neither the outcomes nor Stop. If an extension fails, the running job is
+// not cancelled: the failure is logged and counted, and retried at the
+// next beat while the message is still invisible. Cancelling would not help —
 // once its visibility has run out the message is delivered again whatever
 // this worker does — and it would throw away work that may be nearly done.
 // The price is a possible duplicate, which standard queues demand that

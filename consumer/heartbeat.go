@@ -20,8 +20,8 @@ type inflight struct {
 	until    time.Time // when its visibility ends, as far as the worker knows
 	stopAt   time.Time // its job's inactivity deadline: no extension after it; zero before dispatch
 
-	beating bool // a heartbeat call for it is under way
-	lost    bool // an extension failed for good: the receipt handle is no longer valid
+	call chan struct{} // closed when the heartbeat call extending it ends; nil while none is under way
+	lost bool          // an extension failed for good: the receipt handle is no longer valid
 }
 
 // heartbeat is the watchdog that keeps held messages invisible while their
@@ -36,28 +36,37 @@ type inflight struct {
 // still invisible; one that fails because the receipt handle is no longer
 // valid (the visibility already ran out) is not retried. The job is never
 // cancelled for it: see the package documentation.
+//
+// Each call is bounded by callTimeout (the interval, at most 10 s), so
+// that a queue that does not answer holds up neither the beats nor the
+// jobs that end meanwhile: a job's outcome waits (in remove) only for the
+// one call extending its own message, never for the rest of the beat.
 type heartbeat struct {
-	backend  Backend
-	vt       time.Duration
-	interval time.Duration
-	now      func() time.Time
-	log      *slog.Logger
-	metrics  *metrics
+	backend     Backend
+	vt          time.Duration
+	interval    time.Duration
+	callTimeout time.Duration
+	now         func() time.Time
+	log         *slog.Logger
+	metrics     *metrics
 
-	mu    sync.Mutex
-	set   map[*inflight]struct{}
-	round chan struct{} // closed when the beat under way ends; nil between beats
+	mu  sync.Mutex
+	set map[*inflight]struct{}
 }
+
+// heartbeatCallMax caps the timeout of one heartbeat call.
+const heartbeatCallMax = 10 * time.Second
 
 func newHeartbeat(b Backend, vt, interval time.Duration, now func() time.Time, log *slog.Logger, m *metrics) *heartbeat {
 	return &heartbeat{
-		backend:  b,
-		vt:       vt,
-		interval: interval,
-		now:      now,
-		log:      log,
-		metrics:  m,
-		set:      make(map[*inflight]struct{}),
+		backend:     b,
+		vt:          vt,
+		interval:    interval,
+		callTimeout: min(interval, heartbeatCallMax),
+		now:         now,
+		log:         log,
+		metrics:     m,
+		set:         make(map[*inflight]struct{}),
 	}
 }
 
@@ -80,16 +89,15 @@ func (h *heartbeat) dispatched(f *inflight, deadline time.Time) {
 	h.mu.Unlock()
 }
 
-// remove stops watching f. If a beat is extending f, remove waits for it,
-// so that the caller's own visibility change or delete comes after it.
+// remove stops watching f. If a heartbeat call is extending f, remove
+// waits for it (at most callTimeout), so that the caller's own visibility
+// change or delete comes after it; a beat that has not yet reached f
+// leaves it out.
 func (h *heartbeat) remove(f *inflight) {
 	h.mu.Lock()
 	delete(h.set, f)
 	n := len(h.set)
-	var wait chan struct{}
-	if f.beating {
-		wait = h.round
-	}
+	wait := f.call
 	h.mu.Unlock()
 	h.metrics.inFlight.Set(float64(n))
 	if wait != nil {
@@ -127,7 +135,7 @@ type extension struct {
 	target time.Time
 }
 
-// beat extends what is due.
+// beat extends what is due, one call per queue and batch of ten in turn.
 func (h *heartbeat) beat(ctx context.Context) {
 	now := h.now()
 	due := make(map[string][]extension)
@@ -143,59 +151,67 @@ func (h *heartbeat) beat(ctx context.Context) {
 		if target.Sub(now) < time.Second || !target.After(f.until) {
 			continue // at the 12-hour limit: nothing left to extend
 		}
-		f.beating = true
 		due[f.queue] = append(due[f.queue], extension{f, target})
 	}
-	if len(due) == 0 {
-		h.mu.Unlock()
-		return
-	}
-	round := make(chan struct{})
-	h.round = round
 	h.mu.Unlock()
 
-	type result struct {
-		ext extension
-		err error
-	}
-	var results []result
 	for q, exts := range due {
-		for len(exts) > 0 {
+		for len(exts) > 0 && ctx.Err() == nil {
 			chunk := exts[:min(len(exts), queue.MaxBatch)]
 			exts = exts[len(chunk):]
-			changes := make([]queue.VisibilityChange, len(chunk))
-			for i, e := range chunk {
-				changes[i] = queue.VisibilityChange{ReceiptHandle: e.f.handle, Timeout: e.target.Sub(now)}
-			}
-			errs, err := h.backend.ChangeVisibility(ctx, q, changes)
-			for i, e := range chunk {
-				r := result{ext: e, err: err}
-				if err == nil && i < len(errs) {
-					r.err = errs[i]
-				}
-				results = append(results, r)
-			}
+			h.extend(ctx, q, now, chunk)
 		}
 	}
+}
 
+// extend makes one ChangeVisibility call for the messages of chunk still
+// held, bounded by callTimeout; now is the time the beat computed their
+// targets from.
+func (h *heartbeat) extend(ctx context.Context, q string, now time.Time, chunk []extension) {
+	call := make(chan struct{})
+	var exts []extension
 	h.mu.Lock()
-	for _, r := range results {
-		f := r.ext.f
-		f.beating = false
-		if r.err == nil {
-			f.until = r.ext.target
+	for _, e := range chunk {
+		if _, held := h.set[e.f]; held {
+			e.f.call = call
+			exts = append(exts, e)
+		}
+	}
+	h.mu.Unlock()
+	if len(exts) == 0 {
+		return
+	}
+	changes := make([]queue.VisibilityChange, len(exts))
+	for i, e := range exts {
+		changes[i] = queue.VisibilityChange{ReceiptHandle: e.f.handle, Timeout: e.target.Sub(now)}
+	}
+	cctx, cancel := context.WithTimeout(ctx, h.callTimeout)
+	errs, err := h.backend.ChangeVisibility(cctx, q, changes)
+	cancel()
+
+	failed := make([]error, len(exts))
+	h.mu.Lock()
+	for i, e := range exts {
+		f := e.f
+		f.call = nil
+		ferr := err
+		if ferr == nil && i < len(errs) {
+			ferr = errs[i]
+		}
+		failed[i] = ferr
+		if ferr == nil {
+			f.until = e.target
 			continue
 		}
-		if errors.Is(r.err, queue.ErrReceiptHandle) || !f.until.After(h.now()) {
+		if errors.Is(ferr, queue.ErrReceiptHandle) || !f.until.After(h.now()) {
 			f.lost = true
 		}
 	}
-	h.round = nil
-	close(round)
+	close(call)
 	h.mu.Unlock()
 
-	for _, r := range results {
-		if r.err == nil {
+	for i, e := range exts {
+		if failed[i] == nil {
 			h.metrics.heartbeats.Inc()
 			continue
 		}
@@ -204,6 +220,6 @@ func (h *heartbeat) beat(ctx context.Context) {
 		}
 		h.metrics.heartbeatFailures.Inc()
 		h.log.Warn("heartbeat failed: the message may be delivered again while its job runs",
-			"queue", r.ext.f.queue, "id", r.ext.f.id, "lost", r.ext.f.lost, "err", r.err)
+			"queue", q, "id", e.f.id, "lost", e.f.lost, "err", failed[i])
 	}
 }
