@@ -22,6 +22,7 @@ const (
 	headerRateLimitLimit     = "Ratelimit-Limit"     // RateLimit-Limit
 	headerRateLimitRemaining = "Ratelimit-Remaining" // RateLimit-Remaining
 	headerRateLimitReset     = "Ratelimit-Reset"     // RateLimit-Reset
+	headerTraceparent        = "Traceparent"         // HeaderTraceparent
 )
 
 // Header values set on most answers, shared by all of them. Nothing writes

@@ -47,10 +47,13 @@ func TestWriteAccepted(t *testing.T) {
 func TestHeaderNamesCanonical(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{headerContentType, headerCacheControl, headerRateLimitLimit,
-		headerRateLimitRemaining, headerRateLimitReset, HeaderRequestID} {
+		headerRateLimitRemaining, headerRateLimitReset, HeaderRequestID, headerTraceparent, HeaderIdempotencyKey} {
 		if c := http.CanonicalHeaderKey(name); c != name {
 			t.Errorf("header %q is %q in canonical form", name, c)
 		}
+	}
+	if c := http.CanonicalHeaderKey(HeaderTraceparent); c != headerTraceparent {
+		t.Errorf("traceparent is %q in canonical form, not %q", c, headerTraceparent)
 	}
 }
 

@@ -401,9 +401,9 @@ func (s *Server) await(t tenant.Tenant, p pendingSend) (accepted, error) {
 // traceparentOf returns the request's traceparent header if it is a valid
 // W3C trace context, else "".
 func traceparentOf(r *http.Request) string {
-	v := r.Header.Get(HeaderTraceparent)
-	if validTraceparent(v) {
-		return v
+	// As r.Header.Get, without canonicalising the name on every request.
+	if v := r.Header[headerTraceparent]; len(v) > 0 && validTraceparent(v[0]) {
+		return v[0]
 	}
 	return ""
 }

@@ -140,7 +140,7 @@ func (s *Server) frame(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			route := routeOf(r)
-			s.m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+			s.m.requests.WithLabelValues(route, statusLabel(status)).Inc()
 			s.m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 		}()
 		next.ServeHTTP(sw, r)
@@ -158,3 +158,20 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 }
 
 var errNoBearer = errors.New("no bearer token")
+
+// statusLabels are the status labels of the request metrics, made once:
+// strconv.Itoa allocates for numbers from 100.
+var statusLabels = func() (l [500]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(100 + i)
+	}
+	return l
+}()
+
+// statusLabel returns an HTTP status as a metric label.
+func statusLabel(status int) string {
+	if status >= 100 && status < 100+len(statusLabels) {
+		return statusLabels[status-100]
+	}
+	return strconv.Itoa(status)
+}
