@@ -14,8 +14,8 @@ import (
 // application answering "Retry-After: 0" does not spin a message.
 const minRetryAfter = time.Second
 
-// doneTimeout bounds a BacklogCounter.Done call.
-const doneTimeout = 5 * time.Second
+// ioTimeout bounds a call made after the outcome outside the batchers.
+const ioTimeout = 5 * time.Second
 
 // job is one received message on its way to an outcome.
 type job struct {
@@ -160,19 +160,17 @@ func (j *job) releasing() bool {
 // ioContext is the context of calls made after the outcome: they are not
 // cut short by the end of the job's context.
 func (j *job) ioContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(j.ctx), doneTimeout)
+	return context.WithTimeout(context.WithoutCancel(j.ctx), ioTimeout)
 }
 
-// end tells the BacklogCounter that the message ended.
+// end tells the BacklogCounter that the message ended: it is called from
+// a delete's outcome, so it only counts the message, and the Done call is
+// made later, apart (see backlogDones).
 func (j *job) end() {
-	if j.w.cfg.Backlog == nil || j.d.task {
+	if j.w.dones == nil || j.d.task {
 		return
 	}
-	ctx, cancel := j.ioContext()
-	defer cancel()
-	if err := j.w.cfg.Backlog.Done(ctx, j.d.msg.Tenant, 1); err != nil {
-		j.w.log.Warn("backlog counter not decremented", "tenant", j.d.msg.Tenant, "err", err)
-	}
+	j.w.dones.add(j.d.msg.Tenant)
 }
 
 // succeed deletes the message.

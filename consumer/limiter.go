@@ -69,10 +69,16 @@ type Limiter interface {
 }
 
 // BacklogCounter keeps the per-tenant backlog counters the gateway's
-// admission reads (DESIGN.md §5). The worker calls Done when a message
-// ends: deleted after success, dead-lettered or dropped. Moves between
-// queues do not end a message. Nil means no counters. Errors are logged;
-// the counter is an estimate that its owner reconciles.
+// admission reads (DESIGN.md §5). The worker calls Done when messages
+// end: deleted after success, dead-lettered or dropped. Moves between
+// queues do not end a message. Nil means no counters.
+//
+// The calls are made by a goroutine of the worker's own, apart from the
+// deletes, with n the tenant's messages that ended since its last call,
+// each call bounded by a short timeout (2 s). A failed call is logged and
+// its count dropped, not retried: the counter is an estimate that its
+// owner reconciles. Stop makes the calls for what is pending before it
+// returns.
 type BacklogCounter interface {
 	Done(ctx context.Context, tenant string, n int64) error
 }

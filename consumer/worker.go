@@ -85,7 +85,10 @@ type Config struct {
 	// Limiter decides per message whether it runs now (package
 	// throttle); nil runs everything.
 	Limiter Limiter
-	// Backlog is told when a message ends; nil keeps no counters.
+	// Backlog is told when a message ends; nil keeps no counters. Its
+	// Done calls are made apart from the deletes, aggregated per tenant,
+	// so that a counter that does not answer never delays a delete; a
+	// call that fails is dropped (see BacklogCounter).
 	Backlog BacklogCounter
 	// ObserveFunc, if not nil, is given the processing time of every job:
 	// from the handler's start to its return, whatever the outcome,
@@ -218,6 +221,7 @@ type Worker struct {
 	deletes *batcher[string]
 	changes *batcher[queue.VisibilityChange]
 	sends   *batcher[queue.Entry]
+	dones   *backlogDones // nil without Config.Backlog
 
 	mu      sync.Mutex
 	started bool
@@ -254,6 +258,9 @@ func New(cfg Config) (*Worker, error) {
 	w.deletes = newBatcher(cfg.BatchWindow, w.deleteBatch)
 	w.changes = newBatcher(cfg.BatchWindow, w.changeBatch)
 	w.sends = newBatcher(cfg.BatchWindow, w.sendBatch)
+	if cfg.Backlog != nil {
+		w.dones = newBacklogDones(cfg.Backlog, w.log, m)
+	}
 	return w, nil
 }
 
@@ -280,6 +287,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.deletes.start(ioCtx)
 	w.changes.start(ioCtx)
 	w.sends.start(ioCtx)
+	if w.dones != nil {
+		w.dones.start(ioCtx)
+	}
 	heartbeatDone := make(chan struct{})
 	go func() {
 		defer close(heartbeatDone)
@@ -302,7 +312,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	// let jobs finish within the grace period, then cancel the rest,
 	// whose messages are given back at visibility 0; stop the heartbeat
 	// once no job holds a message; flush the moves, then the visibility
-	// changes, then the deletes (a move's send ends in a delete).
+	// changes, then the deletes (a move's send ends in a delete), then
+	// the backlog decrements of the messages those deletes ended.
 	go func() {
 		defer close(w.done)
 		var grace context.Context
@@ -332,6 +343,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.sends.close()
 		w.changes.close()
 		w.deletes.close()
+		if w.dones != nil {
+			w.dones.close(ioCtx)
+		}
 		w.kill() // releases the contexts
 	}()
 	return nil
