@@ -33,6 +33,19 @@ type Meta struct {
 	Origin string `json:"q,omitempty"`
 	// LastError says why the last attempt failed; set on a dead letter.
 	LastError string `json:"e,omitempty"`
+	// NotBefore, unix ms, is when the message may run again after asking
+	// to be retried later than a queue can delay it (SQS: 900 s): until
+	// then a worker that receives it sends it back, delayed, without
+	// running it or counting an attempt. Zero: no such wait.
+	NotBefore int64 `json:"n,omitempty"`
+}
+
+// NotBeforeTime returns NotBefore as a time; the zero time when unset.
+func (m Meta) NotBeforeTime() time.Time {
+	if m.NotBefore == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(m.NotBefore)
 }
 
 // Enqueued returns EnqueuedAt as a time.
@@ -43,8 +56,8 @@ func (m Meta) Enqueued() time.Time { return time.UnixMilli(m.EnqueuedAt) }
 // encoding/json would write, built by hand because every message carries
 // one.
 func (m Meta) Encode() string {
-	// Room for the fixed parts, two numbers and the strings unescaped.
-	b := make([]byte, 0, 64+len(m.RequestID)+len(m.IdempotencyKey)+len(m.Origin)+len(m.LastError))
+	// Room for the fixed parts, three numbers and the strings unescaped.
+	b := make([]byte, 0, 88+len(m.RequestID)+len(m.IdempotencyKey)+len(m.Origin)+len(m.LastError))
 	b = append(b, `{"t":`...)
 	b = strconv.AppendInt(b, m.EnqueuedAt, 10)
 	if m.Attempts != 0 {
@@ -55,6 +68,10 @@ func (m Meta) Encode() string {
 	b = appendField(b, "k", m.IdempotencyKey)
 	b = appendField(b, "q", m.Origin)
 	b = appendField(b, "e", m.LastError)
+	if m.NotBefore != 0 {
+		b = append(b, `,"n":`...)
+		b = strconv.AppendInt(b, m.NotBefore, 10)
+	}
 	return string(append(b, '}'))
 }
 
@@ -136,7 +153,7 @@ func decodeFast(s string) (Meta, bool) {
 		return m, false
 	}
 	s = s[1 : len(s)-1]
-	var seen [6]bool
+	var seen [7]bool
 	for first := true; s != ""; first = false {
 		if !first {
 			if s[0] != ',' {
@@ -156,7 +173,7 @@ func decodeFast(s string) (Meta, bool) {
 		}
 		seen[idx] = true
 		switch key {
-		case 't', 'a':
+		case 't', 'a', 'n':
 			end := 0
 			for end < len(s) && (s[end] == '-' || s[end] >= '0' && s[end] <= '9') {
 				end++
@@ -165,9 +182,12 @@ func decodeFast(s string) (Meta, bool) {
 			if err != nil || !canonicalInt(s[:end]) {
 				return m, false
 			}
-			if key == 't' {
+			switch key {
+			case 't':
 				m.EnqueuedAt = n
-			} else {
+			case 'n':
+				m.NotBefore = n
+			default:
 				if int64(int(n)) != n {
 					return m, false
 				}
@@ -209,6 +229,8 @@ func keyIndex(k byte) int {
 		return 4
 	case 'e':
 		return 5
+	case 'n':
+		return 6
 	}
 	return -1
 }

@@ -14,8 +14,9 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	}{
 		{"zero", Meta{}},
 		{"time only", Meta{EnqueuedAt: 1795256386120}},
-		{"all fields", Meta{EnqueuedAt: 1, Attempts: 3, RequestID: "req-1", IdempotencyKey: "order-42", Origin: "fairq-live-03", LastError: "status 500"}},
-		{"negative", Meta{EnqueuedAt: -5, Attempts: -1}},
+		{"all fields", Meta{EnqueuedAt: 1, Attempts: 3, RequestID: "req-1", IdempotencyKey: "order-42", Origin: "fairq-live-03", LastError: "status 500", NotBefore: 1795256387120}},
+		{"not before only", Meta{NotBefore: 9}},
+		{"negative", Meta{EnqueuedAt: -5, Attempts: -1, NotBefore: -7}},
 		{"escapes", Meta{LastError: "\"quoted\" \\ back\nslash\t\x01", RequestID: "ünï©ødé 🚀"}},
 		{"invalid utf-8", Meta{LastError: "bad \xff byte"}},
 		{"control characters", Meta{LastError: "\b\f\r\x00\x1f\x7f \u2028\u2029"}},
@@ -40,8 +41,12 @@ func TestDecode(t *testing.T) {
 		want    Meta
 		wantErr bool
 	}{
-		{name: "encoded", in: `{"t":17,"a":2,"r":"r1","k":"k1","q":"fairq-live-00","e":"boom"}`,
-			want: Meta{EnqueuedAt: 17, Attempts: 2, RequestID: "r1", IdempotencyKey: "k1", Origin: "fairq-live-00", LastError: "boom"}},
+		{name: "encoded", in: `{"t":17,"a":2,"r":"r1","k":"k1","q":"fairq-live-00","e":"boom","n":1795256387120}`,
+			want: Meta{EnqueuedAt: 17, Attempts: 2, RequestID: "r1", IdempotencyKey: "k1", Origin: "fairq-live-00", LastError: "boom", NotBefore: 1795256387120}},
+		{name: "written before not-before existed", in: `{"t":17,"a":2}`, want: Meta{EnqueuedAt: 17, Attempts: 2}},
+		{name: "not before first", in: `{"n":5,"t":1}`, want: Meta{EnqueuedAt: 1, NotBefore: 5}},
+		{name: "not before twice", in: `{"t":1,"n":5,"n":6}`, want: Meta{EnqueuedAt: 1, NotBefore: 6}},
+		{name: "not before a string", in: `{"t":1,"n":"5"}`, wantErr: true},
 		{name: "spaces and order", in: ` { "q" : "x", "t" : 5 } `, want: Meta{EnqueuedAt: 5, Origin: "x"}},
 		{name: "escapes", in: `{"t":1,"e":"a\"b\\c\u00e9"}`, want: Meta{EnqueuedAt: 1, LastError: "a\"b\\cé"}},
 		{name: "unknown field of a newer release", in: `{"t":1,"z":[1,2]}`, want: Meta{EnqueuedAt: 1}},
@@ -87,6 +92,7 @@ func FuzzDecode(f *testing.F) {
 		`{"t":1795256386120,"a":1,"r":"696c6095fa5d-1","q":"fairq-live-04"}`,
 		`{"t":1,"e":"a\"b"}`, `{}`, `{"t":-0}`, `{"t":1,"t":2}`, `{"a":9999999999999999999}`,
 		`{"r":"\xff"}`, ` {"t":1}`, `{"k":""}`, `null`, `{"t":1e3}`,
+		`{"t":1,"n":1795256387120}`, `{"n":-0}`, `{"n":01}`, `{"n":9223372036854775808}`,
 	} {
 		f.Add(s)
 	}
@@ -138,10 +144,10 @@ func BenchmarkEncode(b *testing.B) {
 
 // FuzzEncode checks that Encode writes what encoding/json writes.
 func FuzzEncode(f *testing.F) {
-	f.Add(int64(1795256386120), 1, "req", "key", "fairq-live-00", "status 500\n")
-	f.Add(int64(-1), 0, "\xff\u2028", "", "", "\"\\")
-	f.Fuzz(func(t *testing.T, at int64, attempts int, r, k, q, e string) {
-		m := Meta{EnqueuedAt: at, Attempts: attempts, RequestID: r, IdempotencyKey: k, Origin: q, LastError: e}
+	f.Add(int64(1795256386120), 1, "req", "key", "fairq-live-00", "status 500\n", int64(0))
+	f.Add(int64(-1), 0, "\xff\u2028", "", "", "\"\\", int64(1795256387120))
+	f.Fuzz(func(t *testing.T, at int64, attempts int, r, k, q, e string, notBefore int64) {
+		m := Meta{EnqueuedAt: at, Attempts: attempts, RequestID: r, IdempotencyKey: k, Origin: q, LastError: e, NotBefore: notBefore}
 		want, err := marshalNoHTML(m)
 		if err != nil {
 			t.Fatal(err)
