@@ -17,11 +17,14 @@
 //     DeleteMessageBatch calls of up to ten; the tenant's backlog counter
 //     goes down;
 //   - a *RetryAfterError (429 or 503 with Retry-After): back after that
-//     delay, not counted as a failure. Within SQS's 900 s delay limit the
-//     message is sent again to its queue with that delay and the delivered
-//     copy deleted, so that the receive is not counted (the copy has a new
-//     message id); a longer delay changes its visibility instead, and SQS
-//     counts that receive;
+//     delay, not counted as a failure nor as a delivery. The message is
+//     sent again to its queue with that delay and the delivered copy
+//     deleted, so that the receive is not counted (the copy has a new
+//     message id; a visibility change would be counted). Beyond SQS's
+//     900 s delay limit it is sent with 900 s and the time it may run
+//     again in fairq-meta (NotBefore); a worker that receives it earlier
+//     sends it back with the rest of the wait (at most 900 s), without
+//     running it;
 //   - any other error, a timeout (InactivityTimeout) or a connection error:
 //     back after an exponential backoff with full jitter (uniform between
 //     0 and BackoffBase·2^(n-1), capped by ErrorVisibilityTimeout);
@@ -34,7 +37,12 @@
 //
 // Moves between queues keep the body and attributes and carry the attempts
 // in fairq-meta; a move that is not an attempt (spill to overflow or
-// backlog, Retry-After) does not count the current delivery. Such a move
+// backlog, Retry-After, a message put off until its NotBefore) does not
+// count the current delivery. A message received before its NotBefore is
+// put off before the age checks and the Limiter (a message from elsewhere
+// that already has SQS's ten attributes has no room for fairq-meta: it
+// comes back after 900 s and runs early, and the application answers
+// Retry-After again). Such a move
 // with nowhere else to go (a spill without an overflow queue, a ToBacklog
 // of a message already in the backlog queue) sends the message to its own
 // queue again with its delay, never changes its visibility: SQS would

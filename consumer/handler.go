@@ -34,7 +34,9 @@ func (f HandlerFunc) Handle(ctx context.Context, m *Message) error { return f(ct
 var _ Handler = HandlerFunc(nil)
 
 // RetryAfterError asks for a message back after a delay, not counted as a
-// failure.
+// failure nor toward Config.MaxRetries. The delay may be longer than SQS's
+// 900 s: the message then waits in steps of at most 900 s, with the time
+// it may run again in fairq-meta.
 type RetryAfterError struct {
 	After time.Duration
 	Err   error // why; may be nil

@@ -58,6 +58,11 @@ func (j *job) run() {
 		j.deadLetter(fmt.Sprintf("delivered %d times, more than max_retries %d", n, w.cfg.MaxRetries))
 		return
 	}
+	if nb := d.meta.NotBeforeTime(); !nb.IsZero() && nb.After(now) {
+		// A Retry-After longer than a queue's delay: not yet.
+		j.postpone(nb, nb.Sub(now))
+		return
+	}
 	if !d.task {
 		if w.cfg.DropAge > 0 && age > w.cfg.DropAge {
 			j.drop("aged")
@@ -220,18 +225,29 @@ func (j *job) maxVisibility() time.Duration {
 func (j *job) release() { j.later(0, outcomeReleased) }
 
 // retryAfter brings the message back after d without counting the
-// delivery: within SQS's delay limit it is sent again to its queue with
-// the delay and its attempts unchanged, and the delivered copy is deleted;
-// beyond, its visibility is changed, which SQS counts as a receive.
+// delivery: it is sent again to its queue with the delay and its attempts
+// unchanged, and the delivered copy is deleted (a visibility change would
+// be counted by SQS as a receive). Beyond SQS's delay limit of 900 s it is
+// sent with that delay and the time it may run again in fairq-meta
+// (NotBefore): received before then, it is postponed again.
 func (j *job) retryAfter(d time.Duration) {
 	d = max(d, minRetryAfter)
+	var notBefore time.Time
 	if d > queue.MaxDelay {
-		j.later(d, outcomeRetryAfter)
-		return
+		notBefore = j.w.cfg.NowFunc().Add(d)
 	}
-	j.move(j.d.queue, d, j.d.attempts()-1, "", nil, func() {
+	j.move(j.d.queue, min(d, queue.MaxDelay), j.d.attempts()-1, "", notBefore, nil, func() {
 		j.w.metrics.processed.WithLabelValues(outcomeRetryAfter).Inc()
 	})
+}
+
+// postpone sends a message received before its NotBefore back to its
+// queue, delayed by wait (at most SQS's 900 s), with its attempts and
+// NotBefore unchanged: not run, and not counted as a delivery.
+func (j *job) postpone(notBefore time.Time, wait time.Duration) {
+	j.w.log.Debug("message postponed: retry-after not over", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID,
+		"queue", j.d.queue, "not_before", notBefore)
+	j.move(j.d.queue, min(wait, queue.MaxDelay), j.d.attempts()-1, "", notBefore, nil, nil)
 }
 
 // fail handles a failed attempt: back after backoff, or to the dead-letter
@@ -269,7 +285,7 @@ func (j *job) deadLetter(why string) {
 		})
 		return
 	}
-	j.move(w.cfg.Names.DLQ, 0, j.d.attempts(), why, nil, ended)
+	j.move(w.cfg.Names.DLQ, 0, j.d.attempts(), why, time.Time{}, nil, ended)
 }
 
 // spill moves the message to another queue (or its own again) without
@@ -277,25 +293,27 @@ func (j *job) deadLetter(why string) {
 // whose send failed leaves the message where it was, to come back after
 // its visibility timeout.
 func (j *job) spill(dest string, delay time.Duration, reason string) {
-	j.move(dest, min(max(delay, 0), queue.MaxDelay), j.d.attempts()-1, "", func() {
+	j.move(dest, min(max(delay, 0), queue.MaxDelay), j.d.attempts()-1, "", time.Time{}, func() {
 		j.w.metrics.spilled.WithLabelValues(reason).Inc()
 	}, nil)
 }
 
-// move sends a copy of the message to dest, carrying attempts (and lastErr)
-// in fairq-meta, calls sent, then deletes the delivered copy and calls then.
-// If the send fails, the message stays where it is and comes back after its
-// visibility timeout; if the delete fails, it is in both queues. sent and
-// then may be nil.
-func (j *job) move(dest string, delay time.Duration, attempts int, lastErr string, sent, then func()) {
+// move sends a copy of the message to dest, carrying attempts (and lastErr
+// and notBefore, unless zero) in fairq-meta, calls sent, then deletes the
+// delivered copy and calls then. If the send fails, the message stays where
+// it is and comes back after its visibility timeout; if the delete fails,
+// it is in both queues. sent and then may be nil.
+func (j *job) move(dest string, delay time.Duration, attempts int, lastErr string, notBefore time.Time, sent, then func()) {
 	w := j.w
 	w.hb.remove(j.f)
-	e := queue.Entry{Body: j.d.raw.Body, Attributes: j.d.moved(attempts, lastErr), Delay: delay}
+	e := queue.Entry{Body: j.d.raw.Body, Attributes: j.d.moved(attempts, lastErr, notBefore), Delay: delay}
 	w.sends.add(dest, e, func(err error) {
-		if errors.Is(err, queue.ErrTooLarge) && lastErr != "" {
-			// The error text made it too large: send it without, here
-			// (the batcher does not take entries from its own calls).
-			e.Attributes = j.d.moved(attempts, "")
+		if errors.Is(err, queue.ErrTooLarge) && (lastErr != "" || !notBefore.IsZero()) {
+			// What this move added to fairq-meta made it too large: send
+			// it without, here (the batcher does not take entries from
+			// its own calls). Without its NotBefore, a message comes
+			// back after the delay and runs early.
+			e.Attributes = j.d.moved(attempts, "", time.Time{})
 			ctx, cancel := j.ioContext()
 			errs, serr := w.sendBatch(ctx, dest, []queue.Entry{e})
 			cancel()

@@ -144,8 +144,9 @@ func (d *delivery) attempts() int { return d.msg.ReceiveCount }
 
 // moved returns the attributes of a copy of the message for another queue
 // (or the same queue again), whose fairq-meta carries attempts earlier
-// deliveries and lastErr; the other attributes are kept as they are.
-func (d *delivery) moved(attempts int, lastErr string) map[string]string {
+// deliveries, lastErr and notBefore (the zero time: none); the other
+// attributes are kept as they are.
+func (d *delivery) moved(attempts int, lastErr string, notBefore time.Time) map[string]string {
 	attrs := make(map[string]string, len(d.raw.Attributes)+1)
 	for k, v := range d.raw.Attributes {
 		attrs[k] = v
@@ -160,6 +161,10 @@ func (d *delivery) moved(attempts int, lastErr string) map[string]string {
 	meta.Attempts = max(attempts, 0)
 	if lastErr != "" {
 		meta.LastError = clip(lastErr, maxLastError)
+	}
+	meta.NotBefore = 0
+	if !notBefore.IsZero() {
+		meta.NotBefore = notBefore.UnixMilli()
 	}
 	attrs[envelope.AttrMeta] = meta.Encode()
 	return attrs

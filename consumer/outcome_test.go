@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/envelope"
@@ -254,6 +255,87 @@ func testRetryAfter(t *testing.T, kind string) {
 	}
 	if dl := deadLetters(t, b, names); len(dl) != 1 || dl[0].Attempts != 2 {
 		t.Errorf("dead letters %+v, want one with 2 attempts", dl)
+	}
+}
+
+// TestRetryAfterBeyondDelayLimit: a Retry-After longer than SQS's 900 s
+// delay brings the message back after that time, not counted as an
+// attempt (with max_retries 1, a counted receive would dead-letter it
+// unrun), and a message received before its not-before time is put off
+// again without running.
+func TestRetryAfterBeyondDelayLimit(t *testing.T) {
+	tests := []struct {
+		name   string
+		meta   func(now time.Time) *envelope.Meta // of the message sent
+		answer func(n int) error
+		// wait is when the handler should see the delivery it accepts,
+		// after the first delivery (or, with runsFirst false, after the
+		// send).
+		wait      time.Duration
+		runsFirst bool
+	}{
+		{
+			name: "retry-after two hours",
+			answer: func(n int) error {
+				if n == 1 {
+					return consumer.RetryAfter(2 * time.Hour)
+				}
+				return nil
+			},
+			wait:      2 * time.Hour,
+			runsFirst: true,
+		},
+		{
+			name: "received before its time",
+			meta: func(now time.Time) *envelope.Meta {
+				return &envelope.Meta{EnqueuedAt: now.UnixMilli(), NotBefore: now.Add(40 * time.Minute).UnixMilli()}
+			},
+			answer: func(int) error { return nil },
+			wait:   40 * time.Minute,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, names := setup(t, "memory")
+				t0 := time.Now()
+				m := msg{tenant: "acme"}
+				if tt.meta != nil {
+					m.meta = tt.meta(t0)
+				}
+				send(t, b, names.Live[0], m)
+				h, seen := recorder(func(n int, _ *consumer.Message) error { return tt.answer(n) })
+				reg := prometheus.NewRegistry()
+				start(t, consumer.Config{Backend: b, Names: names, Handler: h, MaxRetries: 1, Registerer: reg})
+				from := t0
+				if tt.runsFirst {
+					first := recv(t, seen, time.Minute, "first delivery")
+					from = first.at
+				}
+				d := recv(t, seen, 3*time.Hour, "delivery after the wait")
+				if gap := d.at.Sub(from); gap < tt.wait || gap > tt.wait+2*time.Second {
+					t.Errorf("run %v after, want %v", gap, tt.wait)
+				}
+				if d.count != 1 {
+					t.Errorf("receive count %d, want 1: the wait is not an attempt", d.count)
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				select {
+				case extra := <-seen:
+					t.Errorf("run again at %v", extra.at.Sub(t0))
+				default:
+				}
+				for _, q := range names.All() {
+					if n := depth(t, b, q); n != 0 {
+						t.Errorf("%s holds %d messages, want 0", q, n)
+					}
+				}
+				if got := metric(t, reg, "fairq_worker_processed_total", "outcome", "success"); got != 1 {
+					t.Errorf("%v successes counted, want 1", got)
+				}
+			})
+		})
 	}
 }
 

@@ -249,7 +249,7 @@ func resetAttempts(m queue.Message) map[string]string {
 		}
 		meta = envelope.Meta{EnqueuedAt: m.SentAt.UnixMilli()}
 	}
-	meta.Attempts, meta.LastError = 0, ""
+	meta.Attempts, meta.LastError, meta.NotBefore = 0, "", 0
 	attrs[envelope.AttrMeta] = meta.Encode()
 	return attrs
 }

@@ -64,7 +64,7 @@ func TestRedrive(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			b, names := setup(t, kind)
-			dead := envelope.Meta{EnqueuedAt: 1700000000000, Attempts: 10, LastError: "push: 500 Internal Server Error", RequestID: "r"}
+			dead := envelope.Meta{EnqueuedAt: 1700000000000, Attempts: 10, LastError: "push: 500 Internal Server Error", RequestID: "r", NotBefore: 1700000900000}
 			for _, tenant := range []string{"a", "b", "a", "", "b", "a"} {
 				send(t, b, names.DLQ, msg{tenant: tenant, meta: &dead, attrs: map[string]string{"k": "v"}})
 			}
