@@ -129,7 +129,10 @@ func NewPush(cfg PushConfig) (*Push, error) {
 	return p, nil
 }
 
-// Close closes idle connections to the application.
+// Close closes the idle connections to the application. A Worker does not
+// close its Handler: the caller that made the Push closes it once the
+// Worker using it has stopped. Close may be called more than once; it
+// does nothing for a Push given its own PushConfig.Transport.
 func (p *Push) Close() {
 	if p.transport != nil {
 		p.transport.CloseIdleConnections()

@@ -308,3 +308,31 @@ func TestNewPushInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestPushClose: Close closes the idle connections to the application; it
+// may be called more than once.
+func TestPushClose(t *testing.T) {
+	t.Parallel()
+	closed := make(chan struct{}, 10)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		drainReader(r.Body)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	p, err := consumer.NewPush(consumer.PushConfig{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &consumer.Message{ID: "m-1", Queue: "q", Body: "{}", Tenant: "acme"}
+	if err := p.Handle(context.Background(), m); err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	p.Close()
+	recv(t, closed, 10*time.Second, "connection closed by Close")
+	p.Close()
+}

@@ -56,7 +56,10 @@ var _ Backend = queue.Backend(nil)
 type Config struct {
 	Backend Backend     // required
 	Names   queue.Names // required: at least one live queue; an empty Overflow, Backlog or DLQ name turns that queue off
-	Handler Handler     // required: a *Push, a *LogHandler or the application's own
+	// Handler runs the messages; required: a *Push, a *LogHandler or the
+	// application's own. The Worker does not own it: whoever made it
+	// closes it (Push.Close) after Stop.
+	Handler Handler
 
 	// Connections is the number of worker slots: messages held at once,
 	// from receive to outcome (worker.connections).
