@@ -201,6 +201,7 @@ func (m *Memory) Send(ctx context.Context, queue string, entries []Entry) ([]Sen
 	if err != nil {
 		return nil, err
 	}
+	var sizes [MaxBatch]int
 	total := 0
 	for i, e := range entries {
 		if !validName(e.ID, maxEntryID) {
@@ -211,7 +212,8 @@ func (m *Memory) Send(ctx context.Context, queue string, entries []Entry) ([]Sen
 				return nil, fmt.Errorf("send to %q: entry id %q repeated: %w", queue, e.ID, ErrInvalidEntry)
 			}
 		}
-		total += Size(e.Body, e.Attributes)
+		sizes[i] = Size(e.Body, e.Attributes)
+		total += sizes[i]
 	}
 	if total > MaxMessageSizeCap {
 		return nil, fmt.Errorf("send to %q: batch of %d bytes, at most %d: %w", queue, total, MaxMessageSizeCap, ErrTooLarge)
@@ -226,7 +228,7 @@ func (m *Memory) Send(ctx context.Context, queue string, entries []Entry) ([]Sen
 	msgs := make([]message, len(entries)) // one allocation for the batch
 	for i, e := range entries {
 		results[i].ID = e.ID
-		if err := checkEntry(e, attrs.maxSize); err != nil {
+		if err := checkSizedEntry(e, sizes[i], attrs.maxSize); err != nil {
 			results[i].Err = err
 			continue
 		}
@@ -261,7 +263,12 @@ func (m *Memory) Send(ctx context.Context, queue string, entries []Entry) ([]Sen
 
 // checkEntry checks one entry as SQS does.
 func checkEntry(e Entry, maxSize int) error {
-	if size := Size(e.Body, e.Attributes); size > maxSize {
+	return checkSizedEntry(e, Size(e.Body, e.Attributes), maxSize)
+}
+
+// checkSizedEntry is checkEntry for an entry whose Size is known.
+func checkSizedEntry(e Entry, size, maxSize int) error {
+	if size > maxSize {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, size, maxSize)
 	}
 	if e.Body == "" {
@@ -595,8 +602,7 @@ func validAttributeName(s string) bool {
 	if s == "" || len(s) > maxAttributeName || s[0] == '.' || s[len(s)-1] == '.' || strings.Contains(s, "..") {
 		return false
 	}
-	lower := strings.ToLower(s)
-	if strings.HasPrefix(lower, "aws.") || strings.HasPrefix(lower, "amazon.") {
+	if hasPrefixFold(s, "aws.") || hasPrefixFold(s, "amazon.") {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -606,6 +612,11 @@ func validAttributeName(s string) bool {
 		}
 	}
 	return true
+}
+
+// hasPrefixFold reports whether s starts with prefix, ignoring case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // validText reports whether s is UTF-8 made only of the characters SQS
