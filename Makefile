@@ -56,3 +56,29 @@ lint:
 
 clean:
 	rm -f fairq
+
+## loadtest: the k6 scripts (loadtest/k6: steady, noisy, burst, bad-traffic)
+## against a fresh `fairq dev`, then the fairness experiment: every scenario
+## (noisy, outage, slow, poison) in each mode (one shared queue, shuffle
+## sharding only, full fairq), report and charts in loadtest/out/fairness.
+## About 40 minutes on 2 cores. FAIRNESS_FLAGS passes flags to the
+## experiment, e.g. FAIRNESS_FLAGS="-scenario noisy -modes single,full".
+K6             ?= $(shell command -v k6 2>/dev/null || echo "$$($(GO) env GOPATH)/bin/k6")
+K6_VERSION     ?= v1.8.1
+FAIRNESS_FLAGS ?=
+
+.PHONY: loadtest loadtest-deps loadtest-smoke
+loadtest: loadtest-deps
+	$(GO) run ./loadtest/k6run -k6 "$(K6)"
+	$(GO) run ./loadtest/fairness $(FAIRNESS_FLAGS)
+
+## loadtest-deps: k6 (installed with go install when missing), redis-server
+## and fauxqs.
+loadtest-deps: deps
+	@test -x "$(K6)" || { echo "k6 missing: installing go.k6.io/k6@$(K6_VERSION)"; GOFLAGS= $(GO) install go.k6.io/k6@$(K6_VERSION); }
+
+## loadtest-smoke: each k6 script for a few seconds, and the short version
+## of each scenario with its accounting checked (as `make test` runs it).
+loadtest-smoke: loadtest-deps
+	$(GO) run ./loadtest/k6run -short -k6 "$(K6)"
+	FAIRQ_REQUIRE_SERVICES=1 $(GO) test -race -count=1 -run TestSmoke ./loadtest/harness

@@ -135,6 +135,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Deliveries = snk.snapshot()
+	if err := sys.saveMetrics(ctx); err != nil {
+		log.Warn("metrics not saved", "err", err)
+	}
 	if err := sys.stop(ctx); err != nil {
 		return nil, fmt.Errorf("stop fairq: %w", err)
 	}

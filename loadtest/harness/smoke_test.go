@@ -84,4 +84,3 @@ func dumpLogs(t *testing.T, dir string) {
 		t.Logf("%s:\n%s", filepath.Base(l), strings.TrimSpace(s))
 	}
 }
-

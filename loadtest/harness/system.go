@@ -41,7 +41,7 @@ type system struct {
 
 // startSystem writes the configuration under dir and starts the processes.
 func startSystem(ctx context.Context, cfg systemConfig, bin, dir string) (*system, error) {
-	s := &system{cfg: cfg, bin: bin, dir: dir, configPath: filepath.Join(dir, "fairq.yaml"), client: &http.Client{Timeout: 10 * time.Second}}
+	s := &system{cfg: cfg, bin: bin, dir: dir, configPath: filepath.Join(dir, "fairq.yaml"), client: newProbeClient()}
 	if err := os.WriteFile(s.configPath, cfg.yaml(), 0o600); err != nil {
 		return nil, fmt.Errorf("write config: %w", err)
 	}
@@ -163,6 +163,36 @@ func (s *system) check() error {
 	return nil
 }
 
+// saveMetrics writes each process's /metrics into the run's directory
+// (metrics-gateway.txt, metrics-worker-N.txt), for looking into a run.
+func (s *system) saveMetrics(ctx context.Context) error {
+	targets := map[string]string{"metrics-gateway.txt": s.gatewayAddr}
+	if s.workers != nil {
+		for i, addr := range s.workerAddrs {
+			targets[fmt.Sprintf("metrics-worker-%d.txt", i+1)] = addr
+		}
+	}
+	var errs []error
+	for name, addr := range targets {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			err = os.WriteFile(filepath.Join(s.dir, name), data, 0o644)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
 // baseURL is the gateway's.
 func (s *system) baseURL() string { return "http://" + s.gatewayAddr }
 
@@ -222,6 +252,10 @@ func (s *system) admin(ctx context.Context, method, path string, body []byte, ou
 	}
 	return json.Unmarshal(data, out)
 }
+
+// newProbeClient returns the client of the harness's own calls to fairq:
+// readiness probes, the admin API, /metrics.
+func newProbeClient() *http.Client { return &http.Client{Timeout: 10 * time.Second} }
 
 // freeAddr returns a loopback host:port that was free a moment ago.
 func freeAddr() (string, error) {
