@@ -232,4 +232,3 @@ func findK6(ctx context.Context, flagValue string) (string, error) {
 	}
 	return "", errors.New("k6 not found: run `make loadtest-deps` (GOFLAGS= go install go.k6.io/k6@v1.8.1)")
 }
-
