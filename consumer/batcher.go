@@ -19,7 +19,10 @@ const batchParallel = 16
 // when a batch is full or window after its first entry, so that the cost
 // per message falls under load. Calls run concurrently, at most
 // batchParallel at a time. Each entry's done, if not nil, gets the entry's
-// own outcome.
+// own outcome. done runs while its call still holds one of the
+// batchParallel slots, so it must not block: no call to Redis (a message's
+// end is only counted there, see backlogDones), and the one call to the
+// queue a move's outcome may make is bounded by ioTimeout.
 //
 // Its loop goroutine is started by start and ends, after flushing what is
 // pending and waiting for every call, when close is called. add must not be
