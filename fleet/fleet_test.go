@@ -123,15 +123,15 @@ func TestFleetRedisDown(t *testing.T) {
 	const beat = 50 * time.Millisecond
 	c := redisClient(t)
 	prefix := testenv.Prefix(t) + ":"
-	proxy := newProxy(t, testenv.RedisAddr(t))
-	pc := redis.NewClient(&redis.Options{Addr: proxy.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	proxy := testenv.NewProxy(t, testenv.RedisAddr(t))
+	pc := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { pc.Close() })
 	reg := prometheus.NewRegistry()
 	member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "steady", Heartbeat: beat})
 	f := member(t, fleet.Config{Redis: pc, Prefix: prefix, ID: "cut", Heartbeat: beat, Registerer: reg})
 	eventually(t, 2*time.Second, "both counted", func() bool { return f.Last() == 2 })
 
-	proxy.setDown(true)
+	proxy.SetDown(true)
 	eventually(t, 2*time.Second, "degraded", func() bool { return gauge(t, reg, "fairq_redis_degraded") == 1 })
 	// Its registration goes stale for the others; its own view stays.
 	eventually(t, 2*time.Second, "the cut worker leaves the others' count", func() bool {
@@ -142,7 +142,7 @@ func TestFleetRedisDown(t *testing.T) {
 		t.Errorf("Last while Redis is unreachable = %d, want the 2 last known", got)
 	}
 
-	proxy.setDown(false)
+	proxy.SetDown(false)
 	eventually(t, 3*time.Second, "back", func() bool { return gauge(t, reg, "fairq_redis_degraded") == 0 })
 	eventually(t, 2*time.Second, "counted again", func() bool { n, _ := fleetSize(c, prefix, 3*beat); return n == 2 })
 }

@@ -165,15 +165,15 @@ func TestCrashedWorkerSlotsComeBack(t *testing.T) {
 	unblock := w.app.setBlock("acme")
 	held := ids("held", 2)
 	w.send(w.names.Live[0], "acme", time.Now(), held...)
-	proxy := newProxy(t, testenv.RedisAddr(t))
-	cut := redis.NewClient(&redis.Options{Addr: proxy.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	proxy := testenv.NewProxy(t, testenv.RedisAddr(t))
+	cut := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { cut.Close() })
 	opts := workerOptions{connections: 2, lease: lease, concurrencyDelay: 200 * time.Millisecond}
 	a := w.startWorker(workerOptions{connections: 2, lease: lease, redis: cut})
 	w.app.waitFor(t, 10*time.Second, "both slots taken", func(a *app) bool { return a.inFlight["acme"] == 2 })
 
 	// The worker is gone for Redis: no renewal, no release reaches it.
-	proxy.setDown(true)
+	proxy.SetDown(true)
 	crashed := time.Now()
 	a.halt(t) // its jobs are given back, their slots not
 	unblock()

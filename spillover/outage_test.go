@@ -44,8 +44,8 @@ func (s *syncBuffer) String() string {
 func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 	t.Parallel()
 	const fleetSize = 2
-	proxy := newProxy(t, testenv.RedisAddr(t))
-	client := redis.NewClient(&redis.Options{Addr: proxy.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	proxy := testenv.NewProxy(t, testenv.RedisAddr(t))
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { client.Close() })
 	prefix := testenv.Prefix(t) + ":"
 	var logs syncBuffer
@@ -124,7 +124,7 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 	}
 	end(dones)
 
-	proxy.setDown(true)
+	proxy.SetDown(true)
 	n, dones = run("slots", 10)
 	if n != 3 {
 		t.Errorf("Redis down: %d of 10 dispatched, want the share of 3 of concurrency 6 in a fleet of 2", n)
@@ -143,7 +143,7 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 		t.Errorf("%d log lines say Redis is unreachable, want one per component:\n%s", n, logs.String())
 	}
 
-	proxy.setDown(false)
+	proxy.SetDown(false)
 	// Redis is asked again after the failovers' cooldown, on a new
 	// connection.
 	tick := time.NewTicker(20 * time.Millisecond)

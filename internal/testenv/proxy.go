@@ -1,4 +1,4 @@
-package spillover_test
+package testenv
 
 import (
 	"io"
@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// proxy forwards TCP connections to a server until it is set down: then
-// it cuts the connections it carries and refuses new ones, as a network
-// partition would, until it is set up again.
-type proxy struct {
+// Proxy forwards TCP connections on 127.0.0.1 to a server until it is set
+// down: then it cuts the connections it carries and refuses new ones, as a
+// network partition would, until it is set up again. Tests use it to take
+// Redis away from one client while the others keep it.
+type Proxy struct {
 	ln     net.Listener
 	target string
 
@@ -20,26 +21,28 @@ type proxy struct {
 	wg    sync.WaitGroup
 }
 
-func newProxy(t testing.TB, target string) *proxy {
+// NewProxy starts a Proxy to target, stopped when the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
+	p := &Proxy{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
 	p.wg.Go(p.accept)
 	t.Cleanup(func() {
 		ln.Close()
-		p.setDown(true)
+		p.SetDown(true)
 		p.wg.Wait()
 	})
 	return p
 }
 
-func (p *proxy) addr() string { return p.ln.Addr().String() }
+// Addr is the address to connect to instead of the target.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// setDown cuts (true) or restores (false) the way to the server.
-func (p *proxy) setDown(down bool) {
+// SetDown cuts (true) or restores (false) the way to the server.
+func (p *Proxy) SetDown(down bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = down
@@ -50,7 +53,7 @@ func (p *proxy) setDown(down bool) {
 	}
 }
 
-func (p *proxy) accept() {
+func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -77,9 +80,9 @@ func (p *proxy) accept() {
 }
 
 // pipe copies from src to dst, then closes both.
-func (p *proxy) pipe(dst, src net.Conn) {
+func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	io.Copy(dst, src)
+	_, _ = io.Copy(dst, src)
 	dst.Close()
 	src.Close()
 	p.mu.Lock()
