@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,6 +97,18 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 			services = svc.Services
 		}
 		sr := &harness.ScenarioResult{Scenario: sc}
+		// Runs of the modes not asked for this time are reported from
+		// their records, if an earlier experiment left some in -out.
+		for _, m := range harness.Modes {
+			if slices.Contains(modes, m) || o.render {
+				continue
+			}
+			for _, suffix := range []string{"-baseline", ""} {
+				if res, err := harness.LoadResult(filepath.Join(out, sc.Name, string(m)+suffix)); err == nil {
+					sr.Add(res)
+				}
+			}
+		}
 		for _, m := range modes {
 			for _, baseline := range []bool{true, false} {
 				if baseline && (!sc.Baseline || o.noBaseline) {

@@ -30,7 +30,7 @@ var (
 		color.RGBA{0x8c, 0x7e, 0x00, 0xff}, // dark yellow
 		color.RGBA{0x66, 0x66, 0x66, 0xff}, // grey
 	}
-	colorOther = color.RGBA{0xd5, 0x5e, 0x00, 0xff} // vermillion
+	colorOtherPale = color.RGBA{0xf0, 0xa8, 0x80, 0xff} // pale vermillion
 	colorGrey  = color.RGBA{0x90, 0x90, 0x90, 0xff}
 	colorShade = color.RGBA{0xee, 0xe0, 0xe0, 0xff}
 )
@@ -39,12 +39,18 @@ var (
 // it.
 const minLatency = time.Millisecond
 
-// bucketOf returns the chart's bucket of send time for a load of d.
-func bucketOf(d time.Duration) time.Duration {
-	if d <= 20*time.Second {
+// bucketOf returns the chart's bucket of send time for a scenario: a
+// second for the short ones, two seconds around an outage, three
+// otherwise, so that a quiet tenant's p95 stands on a dozen messages or
+// more.
+func bucketOf(sc Scenario) time.Duration {
+	switch {
+	case sc.Duration <= 20*time.Second:
 		return time.Second
+	case sc.Outage.For > 0:
+		return 2 * time.Second
 	}
-	return 2 * time.Second
+	return 3 * time.Second
 }
 
 // WriteChart draws the scenario as a PNG: one panel per mode, side by
@@ -59,7 +65,7 @@ func (s *ScenarioResult) WriteChart(w io.Writer) error {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	series := make(map[Mode][]tenantSeries, len(ms))
 	for _, m := range ms {
-		series[m] = s.Runs[m].series(bucketOf(s.Scenario.Duration))
+		series[m] = s.Runs[m].series(bucketOf(s.Scenario))
 		for _, ts := range series[m] {
 			for _, p := range ts.points {
 				lo, hi = min(lo, p.Y), max(hi, p.Y)
@@ -74,29 +80,49 @@ func (s *ScenarioResult) WriteChart(w io.Writer) error {
 		lo, hi = minLatency.Seconds(), 1
 	}
 	lo, hi = lo/1.5, hi*1.5
-	const panelW, legendW, height = 6.5 * vg.Inch, 2.6 * vg.Inch, 6 * vg.Inch
+	depthMax := 0
+	for _, m := range ms {
+		for _, d := range s.Runs[m].Depths {
+			depthMax = max(depthMax, d.Live, d.Overflow, d.Backlog, d.DLQ)
+		}
+	}
+	const panelW, legendW, latencyH, depthH = 6.5 * vg.Inch, 2.6 * vg.Inch, 6 * vg.Inch, 2.6 * vg.Inch
+	height := latencyH
+	if depthMax > 0 {
+		height += depthH
+	}
 	img := vgimg.NewWith(vgimg.UseWH(panelW*vg.Length(len(ms))+legendW, height), vgimg.UseDPI(96))
 	dc := draw.New(img)
 	dc.SetColor(color.White) // PNG viewers in dark mode show transparency as black
 	dc.Fill(dc.Rectangle.Path())
-	x0 := dc.Rectangle.Min.X
+	x0, top := dc.Rectangle.Min.X, dc.Rectangle.Max.Y
+	cell := func(col int, y0, y1 vg.Length) draw.Canvas {
+		c := dc
+		c.Rectangle.Min.X, c.Rectangle.Max.X = x0+panelW*vg.Length(col), x0+panelW*vg.Length(col+1)
+		c.Rectangle.Min.Y, c.Rectangle.Max.Y = top-y1, top-y0
+		return c
+	}
 	for i, m := range ms {
 		p, err := s.panel(m, series[m], lo, hi)
 		if err != nil {
 			return err
 		}
-		c := dc
-		c.Rectangle.Min.X = x0 + panelW*vg.Length(i)
-		c.Rectangle.Max.X = x0 + panelW*vg.Length(i+1)
-		p.Draw(draw.Crop(c, vg.Points(10), -vg.Points(6), vg.Points(8), -vg.Points(8)))
+		p.Draw(draw.Crop(cell(i, 0, latencyH), vg.Points(10), -vg.Points(6), vg.Points(8), -vg.Points(8)))
+		if depthMax > 0 {
+			d, err := s.depthPanel(m, depthMax)
+			if err != nil {
+				return err
+			}
+			d.Draw(draw.Crop(cell(i, latencyH, height), vg.Points(10), -vg.Points(6), vg.Points(8), -vg.Points(4)))
+		}
 	}
 	last := ms[len(ms)-1]
-	leg, err := s.legend(last, series[last])
+	leg, err := s.legend(last, series[last], depthMax > 0)
 	if err != nil {
 		return err
 	}
-	c := dc
-	c.Rectangle.Min.X = x0 + panelW*vg.Length(len(ms))
+	c := cell(len(ms), 0, height)
+	c.Rectangle.Max.X = dc.Rectangle.Max.X
 	leg.Draw(draw.Crop(c, vg.Points(4), -vg.Points(4), vg.Points(8), -vg.Points(40)))
 	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 	return err
@@ -153,7 +179,75 @@ func (s *ScenarioResult) panel(m Mode, series []tenantSeries, lo, hi float64) (*
 		l.Color, l.Width, l.Dashes = colorGrey, vg.Points(2), []vg.Length{vg.Points(6), vg.Points(4)}
 		p.Add(l)
 	}
-	for _, l := range tenantLines(series) {
+	// The misbehaving tenant first, wide and pale, so that quiet tenants
+	// sharing its latency still show on top of it.
+	lines := tenantLines(series)
+	for pass := range 2 {
+		for i, l := range lines {
+			if len(l.XYs) > 0 && (series[i].role == RoleQuiet) == (pass == 1) {
+				p.Add(l)
+			}
+		}
+	}
+	return p, nil
+}
+
+// Colours of the queue depths.
+var (
+	colorLive     = color.RGBA{0x00, 0x72, 0xb2, 0xff}
+	colorOverflow = color.RGBA{0xe6, 0x9f, 0x00, 0xff}
+	colorBacklog  = color.RGBA{0xcc, 0x79, 0xa7, 0xff}
+	colorDLQ      = color.RGBA{0x00, 0x00, 0x00, 0xff}
+)
+
+// depthLines returns the lines of the queue depths of r, in the legend's
+// order.
+func depthLines(r *Result) []*plotter.Line {
+	kinds := []struct {
+		c   color.Color
+		get func(DepthSample) int
+	}{
+		{colorLive, func(d DepthSample) int { return d.Live }},
+		{colorOverflow, func(d DepthSample) int { return d.Overflow }},
+		{colorBacklog, func(d DepthSample) int { return d.Backlog }},
+		{colorDLQ, func(d DepthSample) int { return d.DLQ }},
+	}
+	var ls []*plotter.Line
+	for _, k := range kinds {
+		l := &plotter.Line{LineStyle: draw.LineStyle{Color: k.c, Width: vg.Points(2)}}
+		if r != nil {
+			for _, d := range r.Depths {
+				l.XYs = append(l.XYs, plotter.XY{X: d.At.Seconds(), Y: float64(k.get(d))})
+			}
+		}
+		ls = append(ls, l)
+	}
+	ls[3].Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	return ls
+}
+
+// depthPanel draws the messages in each kind of queue over the run, the
+// drain after the load included.
+func (s *ScenarioResult) depthPanel(m Mode, depthMax int) (*plot.Plot, error) {
+	r := s.Runs[m]
+	p := plot.New()
+	p.X.Label.Text = "time (s since the load began; the load ends at the grey line)"
+	p.Y.Label.Text = "messages queued"
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(12)
+		a.Tick.Label.Font.Size = vg.Points(12)
+	}
+	p.Y.Min, p.Y.Max = 0, float64(depthMax)*1.05
+	p.X.Min = 0
+	p.Add(plotter.NewGrid())
+	end := s.Scenario.Duration.Seconds()
+	l, err := plotter.NewLine(plotter.XYs{{X: end, Y: 0}, {X: end, Y: p.Y.Max}})
+	if err != nil {
+		return nil, err
+	}
+	l.Color, l.Width = colorGrey, vg.Points(1.5)
+	p.Add(l)
+	for _, l := range depthLines(r) {
 		if len(l.XYs) > 0 {
 			p.Add(l)
 		}
@@ -171,7 +265,7 @@ func tenantLines(series []tenantSeries) []*plotter.Line {
 			l.Color, l.Width = quietColors[quiet%len(quietColors)], vg.Points(1.6)
 			quiet++
 		} else {
-			l.Color, l.Width = colorOther, vg.Points(3)
+			l.Color, l.Width = colorOtherPale, vg.Points(6)
 		}
 		ls = append(ls, l)
 	}
@@ -180,7 +274,7 @@ func tenantLines(series []tenantSeries) []*plotter.Line {
 
 // legend draws the legend of every panel on its own: the tenants with
 // their shards in the first mode, and the baseline.
-func (s *ScenarioResult) legend(m Mode, series []tenantSeries) (*plot.Plot, error) {
+func (s *ScenarioResult) legend(m Mode, series []tenantSeries, depths bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.HideAxes()
 	p.Legend.Top, p.Legend.Left = true, true
@@ -199,6 +293,12 @@ func (s *ScenarioResult) legend(m Mode, series []tenantSeries) (*plot.Plot, erro
 			label = fmt.Sprintf("%s %s", ts.id, ts.shard)
 		}
 		p.Legend.Add(label, l)
+	}
+	if depths {
+		p.Legend.Add(" ", &plotter.Line{})
+		for i, l := range depthLines(nil) {
+			p.Legend.Add([]string{"live queues", "overflow queue", "backlog queue", "dead-letter queue"}[i], l)
+		}
 	}
 	return p, nil
 }

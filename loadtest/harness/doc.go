@@ -54,9 +54,11 @@
 // first delivery. Statistics leave out messages sent during
 // Scenario.Warmup. A quiet tenant's reference is the same mode run with the
 // quiet tenants only (Scenario.Baseline), or, for an outage, the messages
-// sent before it. After an outage, Recovery.RecoveredAfter is where the
-// first second of send time after the restart lies from which the p95 of
-// every second stays within RecoveryFactor times the pre-outage p95.
+// sent before it. After an outage, new messages are served at baseline
+// latency when the p95 of those sent from FreshAfter after the restart to
+// the end of the load is within RecoveryFactor times the p95 before the
+// outage; Recovery.RecoveredAfter is where the first RecoveryWindow of
+// send time after the restart with such a p95 begins.
 // Goodput is the rate of messages whose first success ended in the
 // measured window; Jain's index over the quiet tenants' goodput is
 // (Σx)²/(n·Σx²). Each send records how late it left (Send.Late), and each

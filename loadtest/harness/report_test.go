@@ -27,7 +27,7 @@ func quietResult(sc Scenario, m Mode, baseline bool, p95 time.Duration, jainInde
 	return r
 }
 
-func testScenarioResults(fullP95 time.Duration, recovered time.Duration) []*ScenarioResult {
+func testScenarioResults(fullP95, fullFresh time.Duration) []*ScenarioResult {
 	noisy, _ := NewScenario(ScenarioNoisy, false)
 	n := &ScenarioResult{Scenario: noisy}
 	n.Add(quietResult(noisy, ModeSingle, true, 50*time.Millisecond, 1))
@@ -41,10 +41,10 @@ func testScenarioResults(fullP95 time.Duration, recovered time.Duration) []*Scen
 		r := quietResult(outage, m, false, time.Second, 1)
 		r.Start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		r.OutageStart, r.OutageEnd = r.Start.Add(outage.Outage.At), r.Start.Add(outage.Outage.At+outage.Outage.For)
-		r.Recovery = &Recovery{Baseline: 40 * time.Millisecond, Threshold: 60 * time.Millisecond, RecoveredAfter: 30 * time.Second,
+		r.Recovery = &Recovery{Baseline: 40 * time.Millisecond, Threshold: 48 * time.Millisecond, RecoveredAfter: 30 * time.Second,
 			FreshP95: 10 * time.Second, BacklogCleared: 20 * time.Second, BacklogClearedInLoad: true}
 		if m == ModeFull {
-			r.Recovery.RecoveredAfter, r.Recovery.FreshP95 = recovered, 45*time.Millisecond
+			r.Recovery.RecoveredAfter, r.Recovery.FreshP95 = time.Second, fullFresh
 		}
 		o.Add(r)
 	}
@@ -71,9 +71,9 @@ func TestCriteria(t *testing.T) {
 		rs   []*ScenarioResult
 		want []string
 	}{
-		{"all pass", testScenarioResults(55*time.Millisecond, 3*time.Second),
+		{"all pass", testScenarioResults(55*time.Millisecond, 45*time.Millisecond),
 			[]string{"pass", "pass", "pass", "pass", "pass", "pass", "pass"}},
-		{"full mode hurt, slow recovery", testScenarioResults(70*time.Millisecond, 8*time.Second),
+		{"full mode hurt, slow recovery", testScenarioResults(70*time.Millisecond, 60*time.Millisecond),
 			[]string{"fail", "pass", "pass", "fail", "pass", "pass", "pass"}},
 		{"nothing run", nil,
 			[]string{"missing", "missing", "missing", "missing", "missing", "missing", "missing"}},
@@ -86,7 +86,7 @@ func TestCriteria(t *testing.T) {
 		})
 	}
 
-	rs := testScenarioResults(55*time.Millisecond, 3*time.Second)
+	rs := testScenarioResults(55*time.Millisecond, 45*time.Millisecond)
 	rs[0].Runs[ModeFull].Accounting.Lost = 1
 	cs := Criteria(rs)
 	if last := cs[len(cs)-1]; last.Pass || !strings.Contains(last.Measured, "1 lost") {
@@ -96,7 +96,7 @@ func TestCriteria(t *testing.T) {
 
 func TestWriteReport(t *testing.T) {
 	dir := t.TempDir()
-	rs := testScenarioResults(55*time.Millisecond, 3*time.Second)
+	rs := testScenarioResults(55*time.Millisecond, 45*time.Millisecond)
 	text, err := WriteReport(dir, rs, Environment{Command: "go run ./loadtest/fairness", Machine: "2 CPUs", Version: "fairq test", Date: time.Now()})
 	if err != nil {
 		t.Fatal(err)

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fairq/fairq/sharding"
@@ -47,6 +50,9 @@ type Result struct {
 	Drained   bool      `json:"drained"`
 	DrainedAt time.Time `json:"drained_at"`
 	Leftover  int       `json:"leftover"`
+	// Depths samples the queues' depths every second from the start of
+	// the load to the end of the drain.
+	Depths []DepthSample `json:"-"`
 	// DLQDepth is the dead-letter queue's depth after the drain;
 	// Redriven how many the redrive moved back.
 	DLQDepth int `json:"dlq_depth"`
@@ -63,6 +69,13 @@ type Result struct {
 	Jain float64 `json:"jain"`
 	// Recovery describes the outage's aftermath; nil without one.
 	Recovery *Recovery `json:"recovery,omitempty"`
+}
+
+// DepthSample is the messages in each kind of queue (visible, in flight
+// and delayed) at one time.
+type DepthSample struct {
+	At                           time.Duration // since Result.Start
+	Live, Overflow, Backlog, DLQ int
 }
 
 // Outcome is how a message ended.
@@ -164,9 +177,10 @@ type Recovery struct {
 	// RecoveryFactor times it.
 	Baseline  time.Duration `json:"baseline_p95"`
 	Threshold time.Duration `json:"threshold"`
-	// RecoveredAfter is where the first one-second bucket of send time
-	// lies from which every bucket's p95 is within Threshold; -1 if the
-	// last bucket of the load still is not.
+	// RecoveredAfter is the start of the first RecoveryWindow of send
+	// time after the restart (in steps of a second) whose messages' p95
+	// is within Threshold: from about then on, new messages are served
+	// at baseline latency. -1 if no window of the load is.
 	RecoveredAfter time.Duration `json:"recovered_after"`
 	// FreshP95 is the p95 of messages sent from FreshAfter after the
 	// restart to the end of the load; -1 if there were none.
@@ -180,13 +194,26 @@ type Recovery struct {
 	Buckets []time.Duration `json:"buckets"`
 }
 
-// RecoveryFactor is how far above the pre-outage p95 a second's p95 may be
-// and still count as baseline latency.
-const RecoveryFactor = 1.5
+// RecoveryFactor is how far above the pre-outage p95 a p95 after the
+// restart may be and still count as baseline latency: the tolerance of the
+// noisy-neighbour criterion.
+const RecoveryFactor = 1.2
+
+// RecoveryWindow is the span of send time whose p95 RecoveredAfter judges.
+const RecoveryWindow = 5 * time.Second
 
 // FreshAfter is the Done-when bound: new messages at baseline latency
 // within this long of the workers' restart.
 const FreshAfter = 5 * time.Second
+
+// DisturbedLate is how late the harness's own sends may leave (p99) before
+// a run counts as disturbed: the machine was too busy for its timings to
+// be fairq's alone.
+const DisturbedLate = 100 * time.Millisecond
+
+// Disturbed reports whether the run's sends left late: other work on the
+// machine held up the harness, and likely fairq with it.
+func (r *Result) Disturbed() bool { return r.Late.P99 > DisturbedLate }
 
 // since returns t - r.Start.
 func (r *Result) since(t time.Time) time.Duration { return t.Sub(r.Start) }
@@ -358,8 +385,16 @@ func (r *Result) recovery() *Recovery {
 		rec.Buckets = append(rec.Buckets, quantiles(b).P95)
 	}
 	rec.RecoveredAfter = -1
-	for i := len(buckets) - 1; i >= 0 && len(buckets[i]) > 0 && rec.Buckets[i] <= rec.Threshold; i-- {
-		rec.RecoveredAfter = time.Duration(i) * time.Second
+	span := int(RecoveryWindow / time.Second)
+	for i := 0; i+span <= len(buckets); i++ {
+		var w []time.Duration
+		for _, b := range buckets[i : i+span] {
+			w = append(w, b...)
+		}
+		if len(w) > 0 && quantiles(w).P95 <= rec.Threshold {
+			rec.RecoveredAfter = time.Duration(i) * time.Second
+			break
+		}
 	}
 	rec.BacklogClearedInLoad = rec.BacklogCleared >= 0 && restart+rec.BacklogCleared <= sc.Duration
 	return rec
@@ -425,6 +460,14 @@ func (r *Result) write(dir string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
+	var q bytes.Buffer
+	fmt.Fprintln(&q, "t_s,live,overflow,backlog,dlq")
+	for _, d := range r.Depths {
+		fmt.Fprintf(&q, "%.1f,%d,%d,%d,%d\n", d.At.Seconds(), d.Live, d.Overflow, d.Backlog, d.DLQ)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "queues.csv"), q.Bytes(), 0o644); err != nil {
+		return err
+	}
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -478,7 +521,29 @@ func LoadResult(dir string) (*Result, error) {
 		m.Sent, m.Latency, m.Done = fromMS(sent), fromMS(lat), fromMS(done)
 		r.Messages = append(r.Messages, m)
 	}
-	return r, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if r.Scenario.Outage.For > 0 && !r.OutageEnd.IsZero() {
+		r.Recovery = r.recovery() // as this release measures it
+	}
+	q, err := os.ReadFile(filepath.Join(dir, "queues.csv"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(q)), "\n") {
+		if i == 0 || line == "" {
+			continue
+		}
+		var d DepthSample
+		var at float64
+		if _, err := fmt.Sscanf(strings.ReplaceAll(line, ",", " "), "%g %d %d %d %d", &at, &d.Live, &d.Overflow, &d.Backlog, &d.DLQ); err != nil {
+			return nil, fmt.Errorf("%s: queues.csv line %d: %w", dir, i+1, err)
+		}
+		d.At = time.Duration(at * float64(time.Second))
+		r.Depths = append(r.Depths, d)
+	}
+	return r, nil
 }
 
 func fromMS(v float64) time.Duration {

@@ -113,6 +113,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	log.Info("load", "duration", sc.Duration, "tenants", len(sc.Tenants))
 
 	res.LoadAvg[0] = loadAvg()
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	samples := make(chan []DepthSample, 1)
+	go func() { samples <- sampleDepths(sampleCtx, sys, res.Start) }()
+	sampled := false
+	endSampling := func() {
+		if !sampled {
+			stopSampling()
+			res.Depths, sampled = <-samples, true
+		}
+	}
+	defer endSampling()
 	outageErr := make(chan error, 1)
 	go func() { outageErr <- runOutage(ctx, sys, res, log) }()
 	gen.run(ctx, res.Start, sc.Duration)
@@ -135,6 +146,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Deliveries = snk.snapshot()
+	endSampling()
 	if err := sys.saveMetrics(ctx); err != nil {
 		log.Warn("metrics not saved", "err", err)
 	}
@@ -148,6 +160,39 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	log.Info("run done", "accepted", res.Accounting.Accepted, "processed", res.Accounting.Processed,
 		"dead_lettered", res.Accounting.DeadLettered, "lost", res.Accounting.Lost, "duplicates", res.Accounting.Duplicates)
 	return res, nil
+}
+
+// sampleDepths reads the queues' depths every second until ctx ends. A
+// reading that fails (the gateway busy, say) is skipped.
+func sampleDepths(ctx context.Context, sys *system, start time.Time) []DepthSample {
+	var out []DepthSample
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return out
+		case <-tick.C:
+		}
+		qs, err := sys.queues(ctx)
+		if err != nil {
+			continue
+		}
+		d := DepthSample{At: time.Since(start)}
+		for _, q := range qs {
+			switch q.Role {
+			case "live":
+				d.Live += q.total()
+			case "overflow":
+				d.Overflow += q.total()
+			case "backlog":
+				d.Backlog += q.total()
+			case "dlq":
+				d.DLQ += q.total()
+			}
+		}
+		out = append(out, d)
+	}
 }
 
 // runOutage stops the workers at Outage.At and starts them again For

@@ -271,15 +271,17 @@ func outage(short bool) Scenario {
 }
 
 // slow: eight tenants at 10 messages/s; one tenant's messages take 10
-// times as long (500 ms instead of 50 ms). With 8 connections the slow
-// tenant alone would need 5 of them, the others 3.5 together.
+// times as long (1 s instead of 100 ms). The seven quiet tenants need 7
+// of the worker's 15 connections (Little's law), the slow tenant 10 on its
+// own: together more than there are. In full mode its concurrency of 4
+// leaves the others theirs.
 func slow(short bool) Scenario {
 	s := base()
 	s.Name, s.Title = ScenarioSlow, "A slow tenant: 10× the processing time"
-	s.Tenants = append(quietTenants(7, 10, 50*time.Millisecond),
-		Tenant{ID: "slow", Role: RoleSlow, Rate: 10, Work: 500 * time.Millisecond})
-	s.Connections = 20
-	s.Limits.Concurrency = 3
+	s.Tenants = append(quietTenants(7, 10, 100*time.Millisecond),
+		Tenant{ID: "slow", Role: RoleSlow, Rate: 10, Work: time.Second})
+	s.Connections = 15
+	s.Limits.Concurrency = 4
 	s.SoftBacklog, s.MaxBacklog = 200, 500
 	s.Baseline = true
 	if short {
