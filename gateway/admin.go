@@ -228,11 +228,10 @@ type queueJSON struct {
 	Visible    int    `json:"visible"`
 	NotVisible int    `json:"not_visible"`
 	Delayed    int    `json:"delayed"`
-	Error      string `json:"error,omitempty"`
 }
 
-// handleQueues shows the depth of every queue; a queue whose depth cannot
-// be read says so and makes the answer 503.
+// handleQueues shows the depth of every queue; when a queue's depth cannot
+// be read the answer is 503 unavailable, naming the queues.
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 	n := s.cfg.Names
 	var qs []queueJSON
@@ -244,18 +243,22 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 			qs = append(qs, q)
 		}
 	}
-	status := http.StatusOK
+	var unread []string
 	for i := range qs {
 		d, err := s.cfg.Backend.Depth(r.Context(), qs[i].Name)
 		if err != nil {
-			qs[i].Error = "depth unavailable"
-			status = http.StatusServiceUnavailable
+			unread = append(unread, qs[i].Name)
 			s.log.WarnContext(r.Context(), "queue depth unreadable", "queue", qs[i].Name, "err", err)
 			continue
 		}
 		qs[i].Visible, qs[i].NotVisible, qs[i].Delayed = d.Visible, d.NotVisible, d.Delayed
 	}
-	writeJSON(w, status, map[string][]queueJSON{"queues": qs})
+	if len(unread) > 0 {
+		s.writeError(w, r, &Error{Code: CodeUnavailable, RetryAfter: time.Second,
+			Detail: "the depth of these queues cannot be read: " + strings.Join(unread, ", ")})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]queueJSON{"queues": qs})
 }
 
 type redriveRequest struct {
@@ -267,7 +270,9 @@ type redriveRequest struct {
 // a tenant's, at most max (0: all). Without a Redriver it answers 503.
 func (s *Server) handleRedrive(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Redriver == nil {
-		s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: "redrive is not configured on this gateway; run `fairq dlq redrive`"})
+		// Configuration, not load: a retry an hour later fares no better,
+		// but 503 carries Retry-After by contract.
+		s.writeError(w, r, &Error{Code: CodeUnavailable, RetryAfter: time.Hour, Detail: "redrive is not configured on this gateway; run `fairq dlq redrive`"})
 		return
 	}
 	var req redriveRequest

@@ -218,11 +218,13 @@ func TestAdminQueuesAndRedrive(t *testing.T) {
 		t.Errorf("queues (-want +got):\n%s\ntotal %d, want 1", diff, total)
 	}
 	f.flaky.FailDepth(errors.New("down"))
-	if code, _ := f.admin(t, "GET", "/admin/v1/queues", ""); code != http.StatusServiceUnavailable {
-		t.Errorf("queues with the backend down: %d", code)
+	if code, body := f.admin(t, "GET", "/admin/v1/queues", ""); code != http.StatusServiceUnavailable ||
+		!strings.Contains(body, `"code":"unavailable"`) || !strings.Contains(body, "t-live-00") {
+		t.Errorf("queues with the backend down: %d %s; want 503 problem unavailable naming the queues", code, body)
 	}
 
-	if code, body := f.admin(t, "POST", "/admin/v1/dlq/redrive", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "not configured") {
+	if code, body := f.admin(t, "POST", "/admin/v1/dlq/redrive", ""); code != http.StatusServiceUnavailable ||
+		!strings.Contains(body, "not configured") || !strings.Contains(body, `"code":"unavailable"`) {
 		t.Errorf("redrive without a redriver: %d %s", code, body)
 	}
 	rd := &fakeRedriver{}

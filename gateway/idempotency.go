@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -42,27 +43,25 @@ func newToken() string {
 }
 
 // memIdem keeps idempotency keys in process, at most max of them: past
-// that the oldest are forgotten first.
+// that the oldest are forgotten first. A key dropped (released after a
+// refusal, or expired) leaves the order at once, so that keys claimed and
+// released, which cost a client nothing, cannot pile up behind a live one.
 type memIdem struct {
 	now func() time.Time
 	max int
 
 	mu      sync.Mutex
 	entries map[string]*idemEntry
-	order   []orderItem // claims, oldest first, from head on
-	head    int
-}
-
-type orderItem struct {
-	key string
-	e   *idemEntry
+	order   list.List // of *idemEntry, oldest claim first
 }
 
 type idemEntry struct {
+	key     string
 	token   string
 	result  []byte
 	expires time.Time
 	done    chan struct{}
+	elem    *list.Element // its place in memIdem.order
 }
 
 var _ idemStore = (*memIdem)(nil)
@@ -83,9 +82,9 @@ func (m *memIdem) claim(_ context.Context, key string, lease time.Duration) (cla
 	}
 	switch {
 	case e == nil:
-		e = &idemEntry{token: newToken(), expires: now.Add(lease), done: make(chan struct{})}
+		e = &idemEntry{key: key, token: newToken(), expires: now.Add(lease), done: make(chan struct{})}
 		m.entries[key] = e
-		m.order = append(m.order, orderItem{key, e})
+		e.elem = m.order.PushBack(e)
 		return claim{state: claimOwned, token: e.token}, nil
 	case e.result != nil:
 		return claim{state: claimDone, result: e.result}, nil
@@ -112,10 +111,10 @@ func (m *memIdem) release(_ context.Context, key, token string) error {
 	return nil
 }
 
-// drop forgets a key, waking its waiters; its place in order is skipped
-// by trim.
+// drop forgets a key, waking its waiters.
 func (m *memIdem) drop(key string, e *idemEntry) {
 	delete(m.entries, key)
+	m.order.Remove(e.elem)
 	if e.result == nil {
 		close(e.done)
 	}
@@ -124,20 +123,12 @@ func (m *memIdem) drop(key string, e *idemEntry) {
 // trim forgets expired keys at the front of the order, and the oldest
 // beyond max.
 func (m *memIdem) trim(now time.Time) {
-	for m.head < len(m.order) {
-		it := m.order[m.head]
-		if m.entries[it.key] == it.e {
-			if len(m.entries) <= m.max && now.Before(it.e.expires) {
-				break
-			}
-			m.drop(it.key, it.e)
+	for el := m.order.Front(); el != nil; el = m.order.Front() {
+		e := el.Value.(*idemEntry)
+		if len(m.entries) <= m.max && now.Before(e.expires) {
+			return
 		}
-		m.order[m.head] = orderItem{}
-		m.head++
-	}
-	if m.head > 1024 && m.head > len(m.order)/2 {
-		m.order = append(m.order[:0], m.order[m.head:]...)
-		m.head = 0
+		m.drop(e.key, e)
 	}
 }
 

@@ -149,7 +149,7 @@ const (
 	ReconcileEveryDefault  = time.Minute
 
 	IdempotencyWindowDefault       = 24 * time.Hour
-	MaxLocalIdempotencyKeysDefault = 1_000_000
+	MaxLocalIdempotencyKeysDefault = 100_000
 )
 
 func (c Config) withDefaults() Config {
