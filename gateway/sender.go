@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -141,16 +140,28 @@ func (s *Server) account(ctx context.Context, items []sendItem, results []sendRe
 		}
 		counts[j]++
 	}
-	if s.cfg.Backlog == nil {
+	// The counts are estimates that reconciliation corrects, and the
+	// callers of this batch wait for them: while Redis is resting after a
+	// failure they are skipped, and each call is short, so that a
+	// partitioned Redis delays no 202 by more than backlogAddTimeout once
+	// per cooldown.
+	if s.cfg.Backlog == nil || s.backlog.resting() {
 		return
 	}
 	for j := range n {
-		if err := s.cfg.Backlog.Add(ctx, tenants[j], counts[j]); err != nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "backlog count not updated; reconciliation will correct it",
-				slog.String("tenant", tenants[j]), slog.Int64("n", counts[j]), slog.Any("err", err))
+		addCtx, cancel := context.WithTimeout(ctx, backlogAddTimeout)
+		err := s.cfg.Backlog.Add(addCtx, tenants[j], counts[j])
+		cancel()
+		if err != nil {
+			_ = s.backlog.failed(ctx, err) // logs once per outage; sends never fail closed on a count
+			return
 		}
 	}
+	s.backlog.ok(ctx)
 }
+
+// backlogAddTimeout bounds one backlog count after a send.
+const backlogAddTimeout = 250 * time.Millisecond
 
 func contains(s []int, v int) bool {
 	for _, x := range s {
