@@ -80,25 +80,26 @@ type Pool struct {
 	ShardSize int `yaml:"shard_size"`
 }
 
-// Limits are a tenant's limits. A nil field takes the value of
+// Limits are a tenant's limits, with the same names in YAML and in the
+// admin API's JSON. A nil field takes the value of
 // Config.Defaults, so that "unset" differs from 0; Config.Resolve turns
 // Limits into concrete values.
 type Limits struct {
 	// IngestRate is the messages per second admitted at the front door.
-	IngestRate *float64 `yaml:"ingest_rate,omitempty"`
+	IngestRate *float64 `yaml:"ingest_rate,omitempty" json:"ingest_rate,omitempty"`
 	// IngestBurst is the token bucket size of IngestRate.
-	IngestBurst *int `yaml:"ingest_burst,omitempty"`
+	IngestBurst *int `yaml:"ingest_burst,omitempty" json:"ingest_burst,omitempty"`
 	// ProcessRate is the messages per second started by workers,
 	// fleet-wide.
-	ProcessRate *float64 `yaml:"process_rate,omitempty"`
+	ProcessRate *float64 `yaml:"process_rate,omitempty" json:"process_rate,omitempty"`
 	// ProcessBurst is the token bucket size of ProcessRate.
-	ProcessBurst *int `yaml:"process_burst,omitempty"`
+	ProcessBurst *int `yaml:"process_burst,omitempty" json:"process_burst,omitempty"`
 	// Concurrency is the messages in progress at once, fleet-wide.
-	Concurrency *int `yaml:"concurrency,omitempty"`
+	Concurrency *int `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
 	// SoftBacklog is the backlog at which admission starts shrinking.
-	SoftBacklog *int `yaml:"soft_backlog,omitempty"`
+	SoftBacklog *int `yaml:"soft_backlog,omitempty" json:"soft_backlog,omitempty"`
 	// MaxBacklog is the backlog at which admission stops.
-	MaxBacklog *int `yaml:"max_backlog,omitempty"`
+	MaxBacklog *int `yaml:"max_backlog,omitempty" json:"max_backlog,omitempty"`
 }
 
 // Tenant is a tenant defined in the configuration file.

@@ -54,18 +54,6 @@ func (s *Server) adminOnly(next http.Handler) http.Handler {
 	})
 }
 
-// limitsJSON are a tenant's limits as the API shows and takes them: the
-// keys of the configuration file.
-type limitsJSON struct {
-	IngestRate   *float64 `json:"ingest_rate,omitempty"`
-	IngestBurst  *int     `json:"ingest_burst,omitempty"`
-	ProcessRate  *float64 `json:"process_rate,omitempty"`
-	ProcessBurst *int     `json:"process_burst,omitempty"`
-	Concurrency  *int     `json:"concurrency,omitempty"`
-	SoftBacklog  *int     `json:"soft_backlog,omitempty"`
-	MaxBacklog   *int     `json:"max_backlog,omitempty"`
-}
-
 var limitFields = []string{"ingest_rate", "ingest_burst", "process_rate", "process_burst", "concurrency", "soft_backlog", "max_backlog"}
 
 type keyJSON struct {
@@ -75,18 +63,18 @@ type keyJSON struct {
 
 // tenantJSON is a tenant as the admin API shows it.
 type tenantJSON struct {
-	ID        string     `json:"id"`
-	Limits    limitsJSON `json:"limits"`    // resolved over the defaults
-	Overrides limitsJSON `json:"overrides"` // set by the tenant itself
-	Keys      []keyJSON  `json:"keys"`
-	Source    string     `json:"source"` // "config" or "admin"
+	ID        string        `json:"id"`
+	Limits    config.Limits `json:"limits"`    // resolved over the defaults
+	Overrides config.Limits `json:"overrides"` // set by the tenant itself
+	Keys      []keyJSON     `json:"keys"`
+	Source    string        `json:"source"` // "config" or "admin"
 }
 
 func tenantOf(t tenant.Tenant) tenantJSON {
 	out := tenantJSON{
 		ID:        t.ID,
-		Limits:    limitsJSON(t.Limits.Limits()),
-		Overrides: limitsJSON(t.Overrides),
+		Limits:    t.Limits.Limits(),
+		Overrides: t.Overrides,
 		Keys:      make([]keyJSON, 0, len(t.Keys)),
 		Source:    "admin",
 	}
@@ -145,7 +133,7 @@ func (s *Server) handlePutTenant(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	t, created, err := s.cfg.Tenants.Put(r.Context(), id, config.Limits(l))
+	t, created, err := s.cfg.Tenants.Put(r.Context(), id, l)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -158,8 +146,8 @@ func (s *Server) handlePutTenant(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, tenantOf(t))
 }
 
-func decodeLimits(w http.ResponseWriter, r *http.Request) (limitsJSON, error) {
-	var l limitsJSON
+func decodeLimits(w http.ResponseWriter, r *http.Request) (config.Limits, error) {
+	var l config.Limits
 	if err := checkJSONContent(r); err != nil {
 		return l, err
 	}

@@ -2,15 +2,17 @@ package gateway
 
 import (
 	"net/http"
+
+	"github.com/fairq/fairq/config"
 )
 
 // tenantSelf is the answer of GET /v1/tenant.
 type tenantSelf struct {
-	ID       string     `json:"id"`
-	Limits   limitsJSON `json:"limits"`
-	Backlog  *int64     `json:"backlog"` // null when unknown (no counter, or unreachable)
-	Admitted int64      `json:"admitted"`
-	Rejected int64      `json:"rejected"`
+	ID       string        `json:"id"`
+	Limits   config.Limits `json:"limits"`
+	Backlog  *int64        `json:"backlog"` // null when unknown (no counter, or unreachable)
+	Admitted int64         `json:"admitted"`
+	Rejected int64         `json:"rejected"`
 }
 
 // handleTenant serves GET /v1/tenant: the caller's limits, backlog, and
@@ -22,7 +24,7 @@ func (s *Server) handleTenant(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := tenantSelf{ID: t.ID, Limits: limitsJSON(t.Limits.Limits())}
+	out := tenantSelf{ID: t.ID, Limits: t.Limits.Limits()}
 	if s.cfg.Backlog != nil {
 		if n, err := s.cfg.Backlog.Get(r.Context(), t.ID); err == nil {
 			out.Backlog = &n

@@ -306,7 +306,7 @@ func (r *Registry) build(version int64, recs map[string]record, strict bool) (*s
 		if rec.Deleted {
 			continue
 		}
-		l := config.Limits(rec.Limits)
+		l := rec.Limits
 		t := &Tenant{ID: id, Limits: r.limits.Resolve(l), Overrides: l}
 		for _, k := range rec.Keys {
 			key := Key{ID: k.ID, Hash: k.Hash}
@@ -403,7 +403,7 @@ func (r *Registry) Put(ctx context.Context, id string, limits config.Limits) (t 
 	}
 	err = r.update(ctx, id, func(rec *record, exists bool) error {
 		created = !exists
-		rec.Limits = limitsJSON(limits)
+		rec.Limits = limits
 		return nil
 	})
 	if err != nil {
@@ -508,7 +508,7 @@ func (r *Registry) update(ctx context.Context, id string, change func(rec *recor
 
 // fromFile returns the record equal to a tenant of the file.
 func (r *Registry) fromFile(ft config.Tenant) record {
-	rec := record{Limits: limitsJSON(ft.Limits)}
+	rec := record{Limits: ft.Limits}
 	for _, h := range ft.APIKeys {
 		sum, _ := parseHash(h)
 		rec.Keys = append(rec.Keys, keyRecord{ID: idOf(sum), Hash: h})

@@ -11,10 +11,10 @@ import (
 // record is what the admin API stores for a tenant; it wins over the
 // configuration file.
 type record struct {
-	Limits  limitsJSON  `json:"limits"`
-	Keys    []keyRecord `json:"keys,omitempty"`
-	Deleted bool        `json:"deleted,omitempty"`
-	Updated int64       `json:"updated"` // unix ms
+	Limits  config.Limits `json:"limits"`
+	Keys    []keyRecord   `json:"keys,omitempty"`
+	Deleted bool          `json:"deleted,omitempty"`
+	Updated int64         `json:"updated"` // unix ms
 }
 
 type keyRecord struct {
@@ -22,19 +22,6 @@ type keyRecord struct {
 	Hash    string `json:"hash"`
 	Created int64  `json:"created,omitempty"` // unix ms; 0 for keys from the file
 }
-
-// limitsJSON is config.Limits with JSON names; the two convert directly.
-type limitsJSON struct {
-	IngestRate   *float64 `json:"ingest_rate,omitempty"`
-	IngestBurst  *int     `json:"ingest_burst,omitempty"`
-	ProcessRate  *float64 `json:"process_rate,omitempty"`
-	ProcessBurst *int     `json:"process_burst,omitempty"`
-	Concurrency  *int     `json:"concurrency,omitempty"`
-	SoftBacklog  *int     `json:"soft_backlog,omitempty"`
-	MaxBacklog   *int     `json:"max_backlog,omitempty"`
-}
-
-var _ = config.Limits(limitsJSON{}) // the conversion the records rely on
 
 // stored is a record and the revision it was read at (0: none).
 type stored struct {
