@@ -16,13 +16,14 @@ mkdir -p "$OUT"
 go build -o "$OUT/fairq" ./cmd/fairq
 go build -o "$OUT/baseline" ./loadtest/baseline
 
-# Ten tenants with fresh keys, limits high enough that admission never
-# refuses: this measures the cost of the path, not the limits.
+# Ten tenants with fresh keys, limits high enough that neither admission
+# nor the worker's process_rate and concurrency ever hold a message back:
+# this measures the cost of the path, not the limits.
 keys=()
 {
   echo "listen: 127.0.0.1:18080"
   echo "log: {level: warn}"
-  echo "defaults: {ingest_rate: 1000000, ingest_burst: 1000000, soft_backlog: 100000000, max_backlog: 1000000000}"
+  echo "defaults: {ingest_rate: 1000000, ingest_burst: 1000000, process_rate: 1000000, process_burst: 1000000, concurrency: 10000, soft_backlog: 100000000, max_backlog: 1000000000}"
   echo "tenants:"
   for i in $(seq -w 1 10); do
     k="fq_bench_${i}_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"

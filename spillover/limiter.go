@@ -32,7 +32,7 @@ const (
 
 // Tenants looks tenants up; *tenant.Registry is one.
 type Tenants interface {
-	Get(id string) (tenant.Tenant, bool)
+	Limits(id string) (config.Resolved, bool)
 }
 
 var _ Tenants = (*tenant.Registry)(nil)
@@ -157,10 +157,9 @@ func New(cfg Config) (*Limiter, error) {
 // to the overflow queue, delayed.
 func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verdict, error) {
 	id := m.Tenant
-	lim := l.defaults
-	t, known := l.cfg.Tenants.Get(id)
-	if known {
-		lim = t.Limits
+	lim, known := l.cfg.Tenants.Limits(id)
+	if !known {
+		lim = l.defaults
 	}
 	label := l.labels.of(id, known)
 

@@ -369,6 +369,16 @@ func (r *Registry) Get(id string) (Tenant, bool) {
 	return clone(t), true
 }
 
+// Limits returns a tenant's limits resolved over the defaults, without
+// the copy of its keys that Get makes: the worker asks for every message.
+func (r *Registry) Limits(id string) (config.Resolved, bool) {
+	t, ok := r.snap.Load().tenants[id]
+	if !ok {
+		return config.Resolved{}, false
+	}
+	return t.Limits, true
+}
+
 // List returns every tenant, by id.
 func (r *Registry) List() []Tenant {
 	s := r.snap.Load()
