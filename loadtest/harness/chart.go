@@ -80,10 +80,13 @@ func (s *ScenarioResult) WriteChart(w io.Writer) error {
 		lo, hi = minLatency.Seconds(), 1
 	}
 	lo, hi = lo/1.5, hi*1.5
-	depthMax := 0
+	// The depth panels span the load and the longest drain after it, so
+	// that the modes line up.
+	depthMax, xMax := 0, s.Scenario.Duration.Seconds()
 	for _, m := range ms {
 		for _, d := range s.Runs[m].Depths {
 			depthMax = max(depthMax, d.Live, d.Overflow, d.Backlog, d.DLQ)
+			xMax = max(xMax, d.At.Seconds())
 		}
 	}
 	const panelW, legendW, latencyH, depthH = 6.5 * vg.Inch, 2.6 * vg.Inch, 6 * vg.Inch, 2.6 * vg.Inch
@@ -109,7 +112,7 @@ func (s *ScenarioResult) WriteChart(w io.Writer) error {
 		}
 		p.Draw(draw.Crop(cell(i, 0, latencyH), vg.Points(10), -vg.Points(6), vg.Points(8), -vg.Points(8)))
 		if depthMax > 0 {
-			d, err := s.depthPanel(m, depthMax)
+			d, err := s.depthPanel(m, depthMax, xMax)
 			if err != nil {
 				return err
 			}
@@ -228,17 +231,18 @@ func depthLines(r *Result) []*plotter.Line {
 
 // depthPanel draws the messages in each kind of queue over the run, the
 // drain after the load included.
-func (s *ScenarioResult) depthPanel(m Mode, depthMax int) (*plot.Plot, error) {
+func (s *ScenarioResult) depthPanel(m Mode, depthMax int, xMax float64) (*plot.Plot, error) {
 	r := s.Runs[m]
 	p := plot.New()
-	p.X.Label.Text = "time (s since the load began; the load ends at the grey line)"
+	p.X.Label.Text = "time (s since the load began; the grey line is its end)"
 	p.Y.Label.Text = "messages queued"
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
 		a.Label.TextStyle.Font.Size = vg.Points(12)
 		a.Tick.Label.Font.Size = vg.Points(12)
 	}
 	p.Y.Min, p.Y.Max = 0, float64(depthMax)*1.05
-	p.X.Min = 0
+	p.X.Tick.Marker, p.Y.Tick.Marker = wholeTicks{}, wholeTicks{}
+	p.X.Min, p.X.Max = 0, xMax
 	p.Add(plotter.NewGrid())
 	end := s.Scenario.Duration.Seconds()
 	l, err := plotter.NewLine(plotter.XYs{{X: end, Y: 0}, {X: end, Y: p.Y.Max}})
@@ -348,6 +352,19 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// wholeTicks are gonum's default ticks labelled as whole numbers.
+type wholeTicks struct{}
+
+func (wholeTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = fmt.Sprintf("%.0f", ticks[i].Value)
+		}
+	}
+	return ticks
 }
 
 // logAxis makes an axis of seconds logarithmic with ticks at round

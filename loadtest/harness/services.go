@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,6 +38,7 @@ type Services struct {
 type LocalServices struct {
 	Services
 	procs []*process
+	wg    sync.WaitGroup // the readers of the emulator's output
 }
 
 // StartLocalServices starts redis-server and the fauxqs emulator (Node.js,
@@ -66,6 +68,7 @@ func (s *LocalServices) Stop(ctx context.Context) error {
 		}
 	}
 	s.procs = nil
+	s.wg.Wait()
 	return first
 }
 
@@ -113,14 +116,20 @@ func (s *LocalServices) startFauxqs(ctx context.Context, root, dir string) error
 	// The launcher prints its address as its first line; the rest of its
 	// output is drained so that it never blocks on the pipe.
 	lines := make(chan string, 1)
+	s.wg.Add(2)
 	go func() {
+		defer s.wg.Done()
 		sc := bufio.NewScanner(pr)
 		if sc.Scan() {
 			lines <- strings.TrimSpace(sc.Text())
 		}
 		io.Copy(io.Discard, pr)
 	}()
-	go func() { <-p.done; pw.Close() }()
+	go func() {
+		defer s.wg.Done()
+		<-p.done
+		pw.Close()
+	}()
 	t := time.NewTimer(startTimeout)
 	defer t.Stop()
 	select {

@@ -74,6 +74,8 @@ type sink struct {
 	done chan error
 }
 
+var _ http.Handler = (*sink)(nil)
+
 // newSink listens on a free loopback port.
 func newSink(tenants []Tenant) (*sink, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
