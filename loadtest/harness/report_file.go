@@ -29,7 +29,12 @@ func WriteReport(dir string, rs []*ScenarioResult, env Environment) ([]byte, err
 	fmt.Fprintf(&b, "# fairq fairness experiment\n\n")
 	fmt.Fprintf(&b, "Run on %s with `%s`; %s, %s.\n\n", env.Date.UTC().Format("2006-01-02 15:04 MST"), env.Command, env.Version, env.Machine)
 	fmt.Fprintf(&b, "Latency is enqueue-to-start: from the gateway's acceptance (X-Fairq-Enqueued-At) to the start of the message's first delivery to the application. "+
-		"Quiet tenants' figures pool all their messages sent after the warmup. Goodput counts messages whose first success ended in that window.\n\n")
+		"Quiet tenants' figures pool all their messages sent after the warmup. Goodput counts messages whose first success ended in that window. "+
+		"A mode marked ⚠ ran while other work on the machine held the harness up (its sends left more than %v late at p99).\n\n"+
+		"Each chart shows, for each mode, every tenant's p95 latency by time of sending (the quiet tenants in colour, the misbehaving tenant wide and pale beneath them, "+
+		"the quiet tenants' baseline dashed) and, below, the messages in each kind of queue through the load and the drain after it. "+
+		"At the end of a run the harness redrives the dead-letter queue so that the sink can name each dead letter: "+
+		"where there are any, the dead-letter queue empties into the live queues there.\n\n", DisturbedLate)
 	fmt.Fprintf(&b, "## Done when\n\n")
 	WriteCriteria(&b, Criteria(rs))
 	for _, sr := range rs {
