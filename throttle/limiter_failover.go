@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,12 +72,8 @@ func (c FailoverConfig) validate() error {
 // that an unreachable Redis does not cost every request a timeout.
 type FailoverLimiter struct {
 	cfg      FailoverConfig
-	degraded prometheus.Gauge
+	breaker  breaker
 	fallback prometheus.Counter
-
-	mu        sync.Mutex
-	down      bool
-	downUntil time.Time
 }
 
 var _ RateLimiter = (*FailoverLimiter)(nil)
@@ -90,21 +85,19 @@ func NewFailoverLimiter(cfg FailoverConfig) (*FailoverLimiter, error) {
 	}
 	cfg = cfg.withDefaults()
 	f := &FailoverLimiter{cfg: cfg}
-	var err error
-	f.degraded, f.fallback, err = redisMetrics(cfg.Registerer, cfg.Component)
+	degraded, fallback, err := redisMetrics(cfg.Registerer, cfg.Component)
 	if err != nil {
 		return nil, err
 	}
+	f.breaker = breaker{cooldown: cfg.Cooldown, degraded: degraded}
+	f.fallback = fallback
 	return f, nil
 }
 
 // Allow implements RateLimiter.
 func (f *FailoverLimiter) Allow(ctx context.Context, key string, lim Limit, n int) (Decision, error) {
 	now := f.cfg.Now()
-	f.mu.Lock()
-	skip := f.down && now.Before(f.downUntil)
-	f.mu.Unlock()
-	if !skip {
+	if !f.breaker.resting(now) {
 		d, err := f.cfg.Primary.Allow(ctx, key, lim, n)
 		if err == nil {
 			f.up()
@@ -123,24 +116,13 @@ func (f *FailoverLimiter) Allow(ctx context.Context, key string, lim Limit, n in
 }
 
 func (f *FailoverLimiter) up() {
-	f.mu.Lock()
-	was := f.down
-	f.down = false
-	f.mu.Unlock()
-	if was {
-		f.degraded.Set(0)
+	if f.breaker.up() {
 		f.cfg.Logger.Info("redis is back; rate limits are shared again", "component", f.cfg.Component)
 	}
 }
 
 func (f *FailoverLimiter) fail(now time.Time, err error) {
-	f.mu.Lock()
-	was := f.down
-	f.down = true
-	f.downUntil = now.Add(f.cfg.Cooldown)
-	f.mu.Unlock()
-	if !was {
-		f.degraded.Set(1)
+	if f.breaker.fail(now) {
 		if f.cfg.FailClosed {
 			f.cfg.Logger.Error("redis unreachable; refusing admission until it is back (fail closed)", "component", f.cfg.Component, "err", err)
 		} else {

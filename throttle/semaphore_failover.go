@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,12 +71,8 @@ func (c FailoverSemaphoreConfig) validate() error {
 type FailoverSemaphore struct {
 	cfg      FailoverSemaphoreConfig
 	local    *LocalSemaphore // every slot this process holds, from Primary or not
-	degraded prometheus.Gauge
+	breaker  breaker
 	fallback prometheus.Counter
-
-	mu        sync.Mutex
-	down      bool
-	downUntil time.Time
 }
 
 var _ Semaphore = (*FailoverSemaphore)(nil)
@@ -89,21 +84,19 @@ func NewFailoverSemaphore(cfg FailoverSemaphoreConfig) (*FailoverSemaphore, erro
 	}
 	cfg = cfg.withDefaults()
 	f := &FailoverSemaphore{cfg: cfg, local: NewLocalSemaphore()}
-	var err error
-	f.degraded, f.fallback, err = redisMetrics(cfg.Registerer, cfg.Component)
+	degraded, fallback, err := redisMetrics(cfg.Registerer, cfg.Component)
 	if err != nil {
 		return nil, err
 	}
+	f.breaker = breaker{cooldown: cfg.Cooldown, degraded: degraded}
+	f.fallback = fallback
 	return f, nil
 }
 
 // TryAcquire implements Semaphore.
 func (f *FailoverSemaphore) TryAcquire(ctx context.Context, key string, limit int) (Permit, bool, error) {
 	now := f.cfg.Now()
-	f.mu.Lock()
-	skip := f.down && now.Before(f.downUntil)
-	f.mu.Unlock()
-	if !skip {
+	if !f.breaker.resting(now) {
 		p, ok, err := f.cfg.Primary.TryAcquire(ctx, key, limit)
 		if err == nil {
 			f.up()
@@ -139,33 +132,18 @@ func shareOf(limit, n int) int {
 }
 
 // Degraded reports whether Primary failed and has not answered since.
-func (f *FailoverSemaphore) Degraded() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.down
-}
+func (f *FailoverSemaphore) Degraded() bool { return f.breaker.isDown() }
 
 func (f *FailoverSemaphore) up() {
-	f.mu.Lock()
-	was := f.down
-	f.down = false
-	f.mu.Unlock()
-	if was {
-		f.degraded.Set(0)
+	if f.breaker.up() {
 		f.cfg.Logger.Info("redis is back; concurrency limits are shared again", "component", f.cfg.Component)
 	}
 }
 
 func (f *FailoverSemaphore) fail(now time.Time, err error) {
-	f.mu.Lock()
-	was := f.down
-	f.down = true
-	f.downUntil = now.Add(f.cfg.Cooldown)
-	f.mu.Unlock()
-	if was {
+	if !f.breaker.fail(now) {
 		return
 	}
-	f.degraded.Set(1)
 	if f.cfg.FailClosed {
 		f.cfg.Logger.Error("redis unreachable; refusing slots until it is back (fail closed)", "component", f.cfg.Component, "err", err)
 		return
