@@ -1,5 +1,8 @@
-// Package loadtest holds fairq's load tests as users run them: k6 scripts
-// (k6/), a wrk script (wrk/), the bare net/http server the gateway is
-// measured against (baseline/), and the scripts that run them against a
-// local system and report figures for BENCHMARKS.md.
+// Package loadtest holds fairq's load tests as users run them: the k6
+// scripts (k6/, run by k6run against a generated configuration), the
+// fairness experiment (fairness/, on the harness library in harness/,
+// which runs the real binary and accounts for every message; its charts in
+// figures/), a wrk script (wrk/), an open-loop generator (rate/), the bare
+// net/http server the gateway is measured against (baseline/), and the
+// scripts that report figures for BENCHMARKS.md.
 package loadtest
