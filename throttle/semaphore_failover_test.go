@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,22 +123,7 @@ func TestFailoverSemaphore(t *testing.T) {
 			if got := primary.s.InUse("k"); got != 1 {
 				t.Errorf("after the cooldown the primary holds %d slots, want 1", got)
 			}
-			if got := gauge(t, reg, "fairq_redis_degraded"); got != 0 {
-				t.Errorf("fairq_redis_degraded = %v once back, want 0", got)
-			}
-			wantFallbacks := 4.0
-			if closed {
-				wantFallbacks = 0
-			}
-			if got := gauge(t, reg, "fairq_redis_fallback_total"); got != wantFallbacks {
-				t.Errorf("fairq_redis_fallback_total = %v, want %v", got, wantFallbacks)
-			}
-			if n := strings.Count(logs.String(), "redis unreachable"); n != 1 {
-				t.Errorf("%d log lines about the failure, want 1:\n%s", n, logs.String())
-			}
-			if n := strings.Count(logs.String(), "redis is back"); n != 1 {
-				t.Errorf("%d log lines about the recovery, want 1:\n%s", n, logs.String())
-			}
+			checkRecovered(t, reg, logs.String(), closed, 4.0)
 		})
 	}
 }

@@ -1,0 +1,31 @@
+package throttle_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// checkRecovered checks what a failover component says after an outage
+// and the primary's return: degraded back to 0, the answers given without
+// the primary counted (none when failing closed), and one log line each
+// for the failure and the recovery.
+func checkRecovered(t *testing.T, reg *prometheus.Registry, logs string, closed bool, fallbacks float64) {
+	t.Helper()
+	if got := gauge(t, reg, "fairq_redis_degraded"); got != 0 {
+		t.Errorf("fairq_redis_degraded = %v once back, want 0", got)
+	}
+	if closed {
+		fallbacks = 0
+	}
+	if got := gauge(t, reg, "fairq_redis_fallback_total"); got != fallbacks {
+		t.Errorf("fairq_redis_fallback_total = %v, want %v", got, fallbacks)
+	}
+	if n := strings.Count(logs, "redis unreachable"); n != 1 {
+		t.Errorf("%d log lines about the failure, want 1:\n%s", n, logs)
+	}
+	if n := strings.Count(logs, "redis is back"); n != 1 {
+		t.Errorf("%d log lines about the recovery, want 1:\n%s", n, logs)
+	}
+}
