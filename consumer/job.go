@@ -26,11 +26,11 @@ type job struct {
 }
 
 // process takes a received message to its outcome. It holds one slot, given
-// back when the outcome is decided; the batch calls that carry the outcome
-// out (delete, visibility change, move) finish on their own.
-func (w *Worker) process(ctx context.Context, queueName string, m queue.Message, received time.Time) {
+// back with release when the outcome is decided; the batch calls that carry
+// the outcome out (delete, visibility change, move) finish on their own.
+func (w *Worker) process(ctx context.Context, queueName string, m queue.Message, received time.Time, release func(int)) {
 	defer w.jobs.Done()
-	defer w.slots.release(1)
+	defer release(1)
 	j := &job{
 		w:   w,
 		d:   newDelivery(queueName, m),

@@ -41,12 +41,18 @@ import (
 // among the live queues, as one more queue of the pool (about one
 // reservation in len(Live)+1), until it is drained: a tenant whose messages
 // are all in overflow gets its share after waiting at most
-// overflowPatience, rather than whatever slots happen to be left over. The
-// backlog loop polls only while the latest receive of every live queue
-// came back empty ("caught up"); it then queues for slots at the same
-// priority as the live loops that watch their empty queues, first come
-// first served, so that the backlog is worked even with fewer slots than
-// queues while a message arriving on a live queue is still seen at once.
+// overflowPatience, rather than whatever slots happen to be left over.
+//
+// The backlog queue holds old work that must not delay fresh work, yet
+// must drain whenever the worker has capacity to spare. While the latest
+// receive of every live queue came back empty ("caught up"), the backlog
+// loop queues for slots at the same priority as the live loops that watch
+// their empty queues, first come first served. Otherwise it takes spare
+// capacity only (slots.acquireSpare): slots no other loop waits for, and
+// at most half, rounded up, of those the live and overflow work leaves, so
+// that the other half stays free for the next fresh messages. Under a
+// steady live load that leaves slots free, the backlog thus drains behind
+// it, rather than only once the load stops.
 
 // batchWait is the long-poll wait in batch mode: short, since the queue
 // just had messages, so that a queue that has emptied gives its reserved
@@ -123,25 +129,26 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	}
 	defer w.contenders.Add(-1) // added by spawn
 
+	if p.class == classBacklog {
+		// Not a contender until the live loops have had their first turn.
+		w.contenders.Add(-1)
+		err := w.live.waitPolled(ctx)
+		w.contenders.Add(1)
+		if err != nil {
+			return
+		}
+	}
 	batch := p.extra
 	failures := 0
 	fulls, partials := 0, 0 // consecutive full and not-full receives
 	for ctx.Err() == nil {
-		if p.class == classBacklog && !w.live.isIdle() {
-			w.contenders.Add(-1) // not competing for slots while it waits
-			err := w.live.waitIdle(ctx)
-			w.contenders.Add(1)
-			if err != nil {
-				return
-			}
-		}
 		need, most := 1, 1
 		wait := w.cfg.ReceiveWait
 		if batch {
 			need, most = w.batchNeed, queue.MaxBatch
 			wait = min(wait, batchWait)
 		}
-		n, pr, err := w.acquire(ctx, w.priority(p, batch), &p.patience, need, most)
+		n, pr, release, err := w.reserve(ctx, &p, batch, need, most)
 		if err != nil {
 			return
 		}
@@ -154,7 +161,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		msgs, err := w.cfg.Backend.Receive(ctx, p.queue, queue.ReceiveOptions{
 			Max: n, Wait: wait, Visibility: w.cfg.VisibilityTimeout,
 		})
-		w.slots.release(n - len(msgs))
+		release(n - len(msgs))
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -184,7 +191,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		}
 		for _, m := range msgs {
 			w.jobs.Add(1)
-			go w.process(jobCtx, p.queue, m, received)
+			go w.process(jobCtx, p.queue, m, received, release)
 		}
 		if len(msgs) == n { // as many as it had slots for: the queue may hold more
 			fulls, partials = fulls+1, 0
@@ -203,6 +210,22 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		}
 		batch = true
 	}
+}
+
+// reserve reserves slots for a receive of loop p and returns how many, the
+// priority they were served at and the function that gives them back.
+// While the live queues are not caught up, the backlog loop takes only
+// spare capacity (slots.acquireSpare), one slot or more, and does not
+// count as a contender for slots while it waits.
+func (w *Worker) reserve(ctx context.Context, p *poller, batch bool, need, most int) (int, prio, func(int), error) {
+	if p.class == classBacklog && !w.live.isIdle() {
+		w.contenders.Add(-1)
+		defer w.contenders.Add(1)
+		n, err := w.slots.acquireSpare(ctx, prioIdle, 1, most)
+		return n, prioIdle, w.slots.releaseSpare, err
+	}
+	n, pr, err := w.acquire(ctx, w.priority(*p, batch), &p.patience, need, most)
+	return n, pr, w.slots.release, err
 }
 
 // acquire reserves slots for a receive at priority pr and returns the
@@ -257,36 +280,34 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // liveState tracks whether the latest receive of every live queue came back
-// empty ("caught up"), the condition for polling the backlog.
+// empty ("caught up"): until then the backlog takes only spare capacity.
 type liveState struct {
-	mu   sync.Mutex
-	busy map[string]bool // queue → its latest receive returned messages; absent: not yet polled
-	n    int             // number of live queues
-	idle chan struct{}   // closed while caught up
+	mu     sync.Mutex
+	busy   map[string]bool // queue → its latest receive returned messages; absent: not yet polled
+	n      int             // number of live queues
+	polled chan struct{}   // closed once every live queue was polled
 }
 
 func newLiveState(n int) *liveState {
-	return &liveState{busy: make(map[string]bool, n), n: n, idle: make(chan struct{})}
+	return &liveState{busy: make(map[string]bool, n), n: n, polled: make(chan struct{})}
 }
 
 // set records the result of a receive from a live queue.
 func (s *liveState) set(q string, busy bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	was := s.caughtUp()
+	_, seen := s.busy[q]
 	s.busy[q] = busy
-	now := s.caughtUp()
-	switch {
-	case now && !was:
-		close(s.idle)
-	case !now && was:
-		s.idle = make(chan struct{})
+	if !seen && len(s.busy) == s.n {
+		close(s.polled)
 	}
 }
 
-// caughtUp reports whether every live queue was polled and came back
-// empty. Call with mu held.
-func (s *liveState) caughtUp() bool {
+// isIdle reports whether every live queue was polled and its latest
+// receive came back empty.
+func (s *liveState) isIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.busy) < s.n {
 		return false
 	}
@@ -298,20 +319,11 @@ func (s *liveState) caughtUp() bool {
 	return true
 }
 
-// isIdle reports whether the live queues are caught up.
-func (s *liveState) isIdle() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.caughtUp()
-}
-
-// waitIdle waits until the live queues are caught up or ctx ends.
-func (s *liveState) waitIdle(ctx context.Context) error {
-	s.mu.Lock()
-	idle := s.idle
-	s.mu.Unlock()
+// waitPolled waits until every live queue was polled once, or ctx ends:
+// until then, what capacity is spare is not known.
+func (s *liveState) waitPolled(ctx context.Context) error {
 	select {
-	case <-idle:
+	case <-s.polled:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

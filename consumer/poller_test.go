@@ -246,3 +246,62 @@ func TestOverflowShareUnderLiveLoad(t *testing.T) {
 		t.Logf("overflow drained after %v and %d live messages", took, n)
 	})
 }
+
+// TestBacklogDrainsUnderLiveLoad: under a steady live load that leaves
+// slots free, the backlog drains behind the fresh messages, which keep
+// starting at once, rather than only once the load stops.
+func TestBacklogDrainsUnderLiveLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		const old = 40
+		for range old {
+			send(t, b, names.Backlog, msg{body: "old"})
+		}
+		var mu sync.Mutex
+		var oldDone int
+		var drainedAt time.Time
+		var worstFresh time.Duration
+		t0 := time.Now()
+		start(t, consumer.Config{
+			Backend: b, Names: names, Connections: 10,
+			Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+				mu.Lock()
+				if m.Body != "old" {
+					worstFresh = max(worstFresh, time.Since(m.EnqueuedAt))
+				}
+				mu.Unlock()
+				time.Sleep(200 * time.Millisecond) // the work
+				mu.Lock()
+				defer mu.Unlock()
+				if m.Body == "old" {
+					if oldDone++; oldDone == old {
+						drainedAt = time.Now()
+					}
+				}
+				return nil
+			}),
+		})
+		// 10 fresh messages a second for 20 s: two slots busy of ten.
+		for i := range 200 {
+			send(t, b, names.Live[i%2], msg{body: "fresh"})
+			time.Sleep(100 * time.Millisecond)
+		}
+		loadEnd := time.Now()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if oldDone != old {
+			t.Fatalf("%d of %d backlog messages processed", oldDone, old)
+		}
+		// Spare capacity: about 4 slots of 200 ms jobs, 20 messages a
+		// second, so about 2 s for the 40.
+		if drainedAt.After(loadEnd) || drainedAt.Sub(t0) > 10*time.Second {
+			t.Errorf("the backlog drained %v after the start of a 20 s load, want within 10 s", drainedAt.Sub(t0))
+		}
+		if worstFresh > 300*time.Millisecond {
+			t.Errorf("a fresh message waited %v to start while the backlog drained, want at most 300ms", worstFresh)
+		}
+		t.Logf("backlog drained after %v; fresh messages waited at most %v", drainedAt.Sub(t0), worstFresh)
+	})
+}

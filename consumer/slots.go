@@ -25,16 +25,45 @@ const (
 // waiter is served only when every waiter before it, at its priority and
 // above, has been. So overflow gets only the capacity live loops leave, and
 // a batch waiter is not overtaken by single ones.
+//
+// A spare reservation (acquireSpare) is for work that must leave room for
+// more urgent work: spare reservations together hold at most half, rounded
+// up, of the slots that the others leave (those free plus those held by
+// spare reservations). The backlog thus works the capacity fresh work
+// leaves, but leaves half of it free for the next burst of fresh messages.
 type slots struct {
 	mu      sync.Mutex
 	size    int
 	free    int
+	spare   int // held by spare reservations, until releaseSpare
 	waiters [nPrios][]*slotWaiter
 }
 
 type slotWaiter struct {
 	need, max int
+	spare     bool     // a spare reservation
 	got       chan int // size 1: the grant
+}
+
+// grantable returns how many slots w may take now: 0 if it must wait. Call
+// with mu held.
+func (s *slots) grantable(w *slotWaiter) int {
+	free := s.free
+	if w.spare {
+		free = min(free, (s.free+s.spare+1)/2-s.spare)
+	}
+	if free < w.need {
+		return 0
+	}
+	return min(free, w.max)
+}
+
+// take reserves n slots for w. Call with mu held.
+func (s *slots) take(w *slotWaiter, n int) {
+	s.free -= n
+	if w.spare {
+		s.spare += n
+	}
 }
 
 func newSlots(n int) *slots { return &slots{size: n, free: n} }
@@ -42,15 +71,26 @@ func newSlots(n int) *slots { return &slots{size: n, free: n} }
 // acquire reserves between need and max slots, waiting until at least need
 // are free and every earlier waiter of its priority or above was served.
 func (s *slots) acquire(ctx context.Context, c prio, need, max int) (int, error) {
-	need = min(need, s.size, max)
+	return s.reserve(ctx, &slotWaiter{need: need, max: max}, c)
+}
+
+// acquireSpare is acquire for a spare reservation: it takes between need
+// and max slots while spare reservations hold at most half of the slots
+// the others leave, waiting until it may take need. Its slots are given
+// back with releaseSpare.
+func (s *slots) acquireSpare(ctx context.Context, c prio, need, max int) (int, error) {
+	return s.reserve(ctx, &slotWaiter{need: need, max: max, spare: true}, c)
+}
+
+func (s *slots) reserve(ctx context.Context, w *slotWaiter, c prio) (int, error) {
+	w.need = max(1, min(w.need, s.size, w.max))
 	s.mu.Lock()
-	if s.free >= need && s.noneWaiting(c) {
-		n := min(s.free, max)
-		s.free -= n
+	if n := s.grantable(w); n > 0 && s.noneWaiting(c) {
+		s.take(w, n)
 		s.mu.Unlock()
 		return n, nil
 	}
-	w := &slotWaiter{need: need, max: max, got: make(chan int, 1)}
+	w.got = make(chan int, 1)
 	s.waiters[c] = append(s.waiters[c], w)
 	s.mu.Unlock()
 
@@ -62,7 +102,11 @@ func (s *slots) acquire(ctx context.Context, c prio, need, max int) (int, error)
 		i := slices.Index(s.waiters[c], w)
 		if i < 0 { // granted meanwhile: give it back
 			s.mu.Unlock()
-			s.release(<-w.got)
+			if n := <-w.got; w.spare {
+				s.releaseSpare(n)
+			} else {
+				s.release(n)
+			}
 			return 0, ctx.Err()
 		}
 		s.waiters[c] = slices.Delete(s.waiters[c], i, i+1)
@@ -72,7 +116,7 @@ func (s *slots) acquire(ctx context.Context, c prio, need, max int) (int, error)
 	}
 }
 
-// release gives n slots back.
+// release gives n slots of acquire back.
 func (s *slots) release(n int) {
 	if n <= 0 {
 		return
@@ -83,29 +127,53 @@ func (s *slots) release(n int) {
 	s.mu.Unlock()
 }
 
-// grant serves waiters in order while slots allow. Call with mu held.
+// releaseSpare gives n slots of acquireSpare back.
+func (s *slots) releaseSpare(n int) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.free += n
+	s.spare -= n
+	s.grant()
+	s.mu.Unlock()
+}
+
+// grant serves waiters in order while slots allow. A spare waiter that
+// may not take slots yet does not hold up those behind it. Call with mu
+// held.
 func (s *slots) grant() {
 	for c := range nPrios {
-		for len(s.waiters[c]) > 0 {
-			w := s.waiters[c][0]
-			if s.free < w.need {
-				return
+		kept := s.waiters[c][:0]
+		blocked := false
+		for _, w := range s.waiters[c] {
+			if !blocked {
+				if n := s.grantable(w); n > 0 {
+					s.take(w, n)
+					w.got <- n
+					continue
+				}
+				blocked = !w.spare
 			}
-			n := min(s.free, w.max)
-			s.free -= n
-			w.got <- n
-			s.waiters[c][0] = nil
-			s.waiters[c] = s.waiters[c][1:]
+			kept = append(kept, w)
+		}
+		clear(s.waiters[c][len(kept):])
+		s.waiters[c] = kept
+		if blocked {
+			return
 		}
 	}
 }
 
-// noneWaiting reports whether no waiter of priority c or above waits. Call
+// noneWaiting reports whether no waiter of priority c or above waits,
+// spare waiters aside (after a grant none of them may take slots). Call
 // with mu held.
 func (s *slots) noneWaiting(c prio) bool {
 	for k := range c + 1 {
-		if len(s.waiters[k]) > 0 {
-			return false
+		for _, w := range s.waiters[k] {
+			if !w.spare {
+				return false
+			}
 		}
 	}
 	return true

@@ -9,9 +9,15 @@ import (
 
 // grab starts an acquire and returns a channel with its grant.
 func grab(ctx context.Context, s *slots, p prio, need, most int) <-chan int {
+	return grabWith(ctx, s.acquire, p, need, most)
+}
+
+// grabWith starts acquire (slots.acquire or slots.acquireSpare) and returns
+// a channel with its grant.
+func grabWith(ctx context.Context, acquire func(context.Context, prio, int, int) (int, error), p prio, need, most int) <-chan int {
 	ch := make(chan int, 1)
 	go func() {
-		n, err := s.acquire(ctx, p, need, most)
+		n, err := acquire(ctx, p, need, most)
 		if err != nil {
 			n = -1
 		}
@@ -93,5 +99,49 @@ func TestBackoff(t *testing.T) {
 		if got := w.backoff(tt.n); got != tt.want/4 {
 			t.Errorf("backoff(%d) at a quarter = %v, want %v", tt.n, got, tt.want/4)
 		}
+	}
+}
+
+func TestSlotsSpare(t *testing.T) { synctest.Test(t, testSlotsSpare) }
+
+func testSlotsSpare(t *testing.T) {
+	ctx := context.Background()
+	s := newSlots(10)
+	if n, _ := s.acquire(ctx, prioLive, 2, 2); n != 2 {
+		t.Fatalf("live acquire got %d, want 2", n)
+	}
+	// 8 left: spare reservations hold at most half of them.
+	if n, _ := s.acquireSpare(ctx, prioIdle, 1, 10); n != 4 {
+		t.Fatalf("spare acquire got %d, want 4 of the 8 left", n)
+	}
+	spare := grabWith(ctx, s.acquireSpare, prioIdle, 1, 10)
+	waitWaiters(t, s, 1)
+	// A waiting spare reservation holds no one up, at its priority or below.
+	if n, _ := s.acquire(ctx, prioIdle, 1, 1); n != 1 {
+		t.Fatalf("an idle acquire behind a waiting spare one got %d, want 1", n)
+	}
+	s.release(1) // 4 free, 4 spare: still half
+	waitWaiters(t, s, 1)
+	s.release(2) // the live work ends: 6 free, 4 spare, so one more
+	if n := <-spare; n != 1 {
+		t.Errorf("spare waiter got %d, want 1 (5 of 10)", n)
+	}
+	s.releaseSpare(5)
+	if got := s.available(); got != 10 {
+		t.Errorf("%d slots free after every release, want 10", got)
+	}
+	// A live waiter comes before a spare one whatever their order.
+	s.acquire(ctx, prioLive, 10, 10)
+	spare = grabWith(ctx, s.acquireSpare, prioIdle, 1, 10)
+	waitWaiters(t, s, 1)
+	live := grab(ctx, s, prioLive, 1, 10)
+	waitWaiters(t, s, 2)
+	s.release(3)
+	if n := <-live; n != 3 {
+		t.Errorf("live waiter got %d, want all 3", n)
+	}
+	s.release(3)
+	if n := <-spare; n != 2 {
+		t.Errorf("spare waiter got %d, want 2 of 3", n)
 	}
 }
