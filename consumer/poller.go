@@ -49,7 +49,7 @@ import (
 // loop queues for slots at the same priority as the live loops that watch
 // their empty queues, first come first served. Otherwise it takes spare
 // capacity only (slots.acquireSpare): slots no other loop waits for, and
-// at most half, rounded up, of those the live and overflow work leaves, so
+// at most half, rounded down, of those the live and overflow work leaves, so
 // that the other half stays free for the next fresh messages. Under a
 // steady live load that leaves slots free, the backlog thus drains behind
 // it, rather than only once the load stops.
@@ -218,10 +218,13 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 // spare capacity (slots.acquireSpare), one slot or more, and does not
 // count as a contender for slots while it waits.
 func (w *Worker) reserve(ctx context.Context, p *poller, batch bool, need, most int) (int, prio, func(int), error) {
-	if p.class == classBacklog && !w.live.isIdle() {
-		w.contenders.Add(-1)
-		defer w.contenders.Add(1)
-		n, err := w.slots.acquireSpare(ctx, prioIdle, 1, most)
+	if p.class == classBacklog {
+		busy := func() bool { return !w.live.isIdle() }
+		if busy() {
+			w.contenders.Add(-1)
+			defer w.contenders.Add(1)
+		}
+		n, err := w.slots.acquireSpare(ctx, prioIdle, 1, most, busy)
 		return n, prioIdle, w.slots.releaseSpare, err
 	}
 	n, pr, err := w.acquire(ctx, w.priority(*p, batch), &p.patience, need, most)

@@ -28,9 +28,10 @@ const (
 //
 // A spare reservation (acquireSpare) is for work that must leave room for
 // more urgent work: spare reservations together hold at most half, rounded
-// up, of the slots that the others leave (those free plus those held by
+// down, of the slots that the others leave (those free plus those held by
 // spare reservations). The backlog thus works the capacity fresh work
-// leaves, but leaves half of it free for the next burst of fresh messages.
+// leaves, but leaves half of it free for the next burst of fresh messages
+// (so never the last free slot).
 type slots struct {
 	mu      sync.Mutex
 	size    int
@@ -41,16 +42,17 @@ type slots struct {
 
 type slotWaiter struct {
 	need, max int
-	spare     bool     // a spare reservation
-	got       chan int // size 1: the grant
+	spare     bool        // a spare reservation
+	limited   func() bool // for a spare reservation: whether it is held to spare capacity now
+	got       chan int    // size 1: the grant
 }
 
 // grantable returns how many slots w may take now: 0 if it must wait. Call
 // with mu held.
 func (s *slots) grantable(w *slotWaiter) int {
 	free := s.free
-	if w.spare {
-		free = min(free, (s.free+s.spare+1)/2-s.spare)
+	if w.spare && w.limited() {
+		free = min(free, (s.free+s.spare)/2-s.spare)
 	}
 	if free < w.need {
 		return 0
@@ -75,11 +77,12 @@ func (s *slots) acquire(ctx context.Context, c prio, need, max int) (int, error)
 }
 
 // acquireSpare is acquire for a spare reservation: it takes between need
-// and max slots while spare reservations hold at most half of the slots
-// the others leave, waiting until it may take need. Its slots are given
-// back with releaseSpare.
-func (s *slots) acquireSpare(ctx context.Context, c prio, need, max int) (int, error) {
-	return s.reserve(ctx, &slotWaiter{need: need, max: max, spare: true}, c)
+// and max slots, and while limited reports true, only while spare
+// reservations hold at most half of the slots the others leave. It waits
+// until it may take need; limited is called with the slots locked, at
+// each chance of a grant. Its slots are given back with releaseSpare.
+func (s *slots) acquireSpare(ctx context.Context, c prio, need, max int, limited func() bool) (int, error) {
+	return s.reserve(ctx, &slotWaiter{need: need, max: max, spare: true, limited: limited}, c)
 }
 
 func (s *slots) reserve(ctx context.Context, w *slotWaiter, c prio) (int, error) {

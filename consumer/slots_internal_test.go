@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -107,14 +108,18 @@ func TestSlotsSpare(t *testing.T) { synctest.Test(t, testSlotsSpare) }
 func testSlotsSpare(t *testing.T) {
 	ctx := context.Background()
 	s := newSlots(10)
+	var free atomic.Bool // the spare reservations are not held to spare capacity
+	acquireSpare := func(ctx context.Context, p prio, need, most int) (int, error) {
+		return s.acquireSpare(ctx, p, need, most, func() bool { return !free.Load() })
+	}
 	if n, _ := s.acquire(ctx, prioLive, 2, 2); n != 2 {
 		t.Fatalf("live acquire got %d, want 2", n)
 	}
 	// 8 left: spare reservations hold at most half of them.
-	if n, _ := s.acquireSpare(ctx, prioIdle, 1, 10); n != 4 {
+	if n, _ := acquireSpare(ctx, prioIdle, 1, 10); n != 4 {
 		t.Fatalf("spare acquire got %d, want 4 of the 8 left", n)
 	}
-	spare := grabWith(ctx, s.acquireSpare, prioIdle, 1, 10)
+	spare := grabWith(ctx, acquireSpare, prioIdle, 1, 10)
 	waitWaiters(t, s, 1)
 	// A waiting spare reservation holds no one up, at its priority or below.
 	if n, _ := s.acquire(ctx, prioIdle, 1, 1); n != 1 {
@@ -132,7 +137,7 @@ func testSlotsSpare(t *testing.T) {
 	}
 	// A live waiter comes before a spare one whatever their order.
 	s.acquire(ctx, prioLive, 10, 10)
-	spare = grabWith(ctx, s.acquireSpare, prioIdle, 1, 10)
+	spare = grabWith(ctx, acquireSpare, prioIdle, 1, 10)
 	waitWaiters(t, s, 1)
 	live := grab(ctx, s, prioLive, 1, 10)
 	waitWaiters(t, s, 2)
@@ -141,7 +146,17 @@ func testSlotsSpare(t *testing.T) {
 		t.Errorf("live waiter got %d, want all 3", n)
 	}
 	s.release(3)
-	if n := <-spare; n != 2 {
-		t.Errorf("spare waiter got %d, want 2 of 3", n)
+	if n := <-spare; n != 1 {
+		t.Errorf("spare waiter got %d, want 1 of 3", n)
+	}
+
+	// Once no longer held to spare capacity, a waiting spare reservation
+	// takes what is free at the next release.
+	spare = grabWith(ctx, acquireSpare, prioIdle, 1, 10)
+	waitWaiters(t, s, 1)
+	free.Store(true)
+	s.release(1)
+	if n := <-spare; n != 3 {
+		t.Errorf("unlimited spare waiter got %d, want all 3 free", n)
 	}
 }
