@@ -37,6 +37,11 @@ type Message struct {
 	// included: fairq-meta's attempts plus the queue's receive count.
 	ReceiveCount int
 
+	// Backlog is set when the message was received from the backlog
+	// queue: old work, which a Limiter may give less room than fresh
+	// work of the same tenant.
+	Backlog bool
+
 	// Task is set when the message is the firing of a periodic task.
 	Task *Task
 }

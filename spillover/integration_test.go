@@ -215,6 +215,9 @@ func TestOutageAgedToBacklogFreshFirst(t *testing.T) {
 				w.send(q, "acme", now, fresh[i*10:(i+1)*10]...)
 			}
 			w.send(w.names.Live[0], "acme", now.Add(-2*time.Hour), ancient...)
+			// 50 ms of work each: the fresh ones take 300 ms or more at
+			// 5 connections.
+			w.app.setHold("acme", 50*time.Millisecond)
 			wk := w.startWorker(workerOptions{connections: 5, backlogAge: 5 * time.Minute, dropAge: time.Hour})
 			w.app.waitFor(t, 30*time.Second, "every message processed", allDone(aged, fresh))
 

@@ -9,3 +9,7 @@ func processKey(tenant string) string { return "process:" + tenant }
 
 // concurrencyKey is the key of a tenant's concurrency semaphore.
 func concurrencyKey(tenant string) string { return "concurrency:" + tenant }
+
+// backlogKey is the key of the bucket that holds a tenant's messages from
+// the backlog queue to half its process_rate, on top of processKey.
+func backlogKey(tenant string) string { return "process-backlog:" + tenant }

@@ -165,26 +165,28 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 
 	// Concurrency first: a slot taken and given back costs nothing, while
 	// a token taken for a message that then cannot run would be lost.
-	permit, ok, err := l.cfg.Semaphore.TryAcquire(ctx, concurrencyKey(id), lim.Concurrency)
+	concurrency := lim.Concurrency
+	if m.Backlog {
+		concurrency = max(1, concurrency/2)
+	}
+	permit, ok, err := l.cfg.Semaphore.TryAcquire(ctx, concurrencyKey(id), concurrency)
 	if err != nil {
 		return l.failed(label, id, err)
 	}
 	if !ok {
 		return l.spill(label, ReasonConcurrency, l.concurrencyWait(id, lim.Concurrency)), nil
 	}
-	d, err := l.cfg.Rate.Allow(ctx, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, 1)
-	if err != nil {
-		permit.Release()
-		return l.failed(label, id, err)
+	if m.Backlog {
+		half := throttle.Limit{Rate: lim.ProcessRate / 2, Burst: max(1, lim.ProcessBurst/2)}
+		if v, err := l.rate(ctx, label, id, backlogKey(id), half); err != nil || v.Action != consumer.Dispatch {
+			permit.Release()
+			return v, err
+		}
 	}
-	if d.Allowed < 1 {
+	v, err := l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst})
+	if err != nil || v.Action != consumer.Dispatch {
 		permit.Release()
-		// The message's own turn at this worker's share of the rate,
-		// behind those spilled before it, so that spilled messages come
-		// back at the rate rather than all at the next token.
-		share := lim.ProcessRate * throttle.Share(l.cfg.FleetSizeFunc())
-		delay := l.pacer.Reserve(id, share, d.RetryAfter, queue.MaxDelay)
-		return l.spill(label, ReasonRate, delay), nil
+		return v, err
 	}
 
 	start := l.cfg.NowFunc()
@@ -197,6 +199,24 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		took := end.Sub(start)
 		l.jobs.observe(id, took, end)
 	}}, nil
+}
+
+// rate takes a token of key's bucket for a message of tenant id: a
+// Dispatch verdict when it got one, otherwise the spill to its turn at
+// this worker's share of the rate, behind the messages spilled before it,
+// so that spilled messages come back at the rate rather than all at the
+// next token.
+func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit) (consumer.Verdict, error) {
+	d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
+	if err != nil {
+		return l.failed(label, id, err)
+	}
+	if d.Allowed >= 1 {
+		return consumer.Verdict{Action: consumer.Dispatch}, nil
+	}
+	share := lim.Rate * throttle.Share(l.cfg.FleetSizeFunc())
+	delay := l.pacer.Reserve(key, share, d.RetryAfter, queue.MaxDelay)
+	return l.spill(label, ReasonRate, delay), nil
 }
 
 // concurrencyWait is the delay of a message spilled for concurrency: a

@@ -67,7 +67,12 @@ type verdict struct {
 
 func admit(t testing.TB, l *spillover.Limiter, tenantID string) (verdict, func()) {
 	t.Helper()
-	v, err := l.Admit(context.Background(), &consumer.Message{ID: "m", Tenant: tenantID})
+	return admitMessage(t, l, &consumer.Message{ID: "m", Tenant: tenantID})
+}
+
+func admitMessage(t testing.TB, l *spillover.Limiter, m *consumer.Message) (verdict, func()) {
+	t.Helper()
+	v, err := l.Admit(context.Background(), m)
 	if err != nil {
 		t.Fatalf("Admit: %v", err)
 	}
@@ -91,7 +96,8 @@ func TestLimiterVerdicts(t *testing.T) {
 	type step struct {
 		advance time.Duration
 		tenant  string
-		done    int // instead of admitting: call the Done of the n-th dispatch, 1-based
+		old     bool // a message of the backlog queue
+		done    int  // instead of admitting: call the Done of the n-th dispatch, 1-based
 		want    verdict
 	}
 	tests := []struct {
@@ -239,7 +245,7 @@ func TestLimiterVerdicts(t *testing.T) {
 					dones[s.done-1]()
 					continue
 				}
-				got, done := admit(t, l, s.tenant)
+				got, done := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: s.tenant, Backlog: s.old})
 				if diff := cmp.Diff(s.want, got, cmpopts.EquateApprox(0, float64(time.Microsecond))); diff != "" {
 					t.Fatalf("step %d (-want +got):\n%s", i, diff)
 				}
