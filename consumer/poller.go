@@ -26,12 +26,18 @@ import (
 // is never held for long on a queue with nothing in it while another queue
 // has work. (A worker with fewer slots than queues thus makes about one
 // empty receive per second per slot while idle.) Once a
-// receive returned messages, the loop is in batch mode: it waits until it
-// can reserve a batch (Connections/10 slots, at least 1, at most 10) and
-// receives up to 10 with a short wait, so that a busy worker receives in
-// full batches; after a receive that filled only part of its batch it
-// pauses for Config.ReceiveWindow first, so that messages arriving at a
-// steady rate gather into fuller batches.
+// receive returned messages, the loop is in batch mode: it receives up to
+// twice as many messages as its latest receive brought (2 to 10) with a
+// short wait, so that a deep queue is soon received in batches of ten while
+// a loop does not hold slots that other loops could use for messages its
+// queue does not have; it waits until it can reserve a batch of that size
+// or of Connections/10 slots (at least 1) if fewer, so that a busy worker
+// receives in full batches. After a receive that brought more than one
+// message but fewer than it had slots for, it pauses for
+// Config.ReceiveWindow first, so that messages arriving at a steady rate
+// gather into fuller batches; after a single message it does not, since a
+// queue that brings one message at a time gains nothing from the wait but
+// its latency.
 //
 // Slots go to live loops first. The overflow loop is served from what the
 // live loops leave, but only until it has waited overflowPatience in all
@@ -44,15 +50,23 @@ import (
 // overflowPatience, rather than whatever slots happen to be left over.
 //
 // The backlog queue holds old work that must not delay fresh work, yet
-// must drain whenever the worker has capacity to spare. While the latest
-// receive of every live queue came back empty ("caught up"), the backlog
-// loop queues for slots at the same priority as the live loops that watch
-// their empty queues, first come first served. Otherwise it takes spare
-// capacity only (slots.acquireSpare): slots no other loop waits for, and
-// at most half, rounded down, of those the live and overflow work leaves, so
-// that the other half stays free for the next fresh messages. Under a
-// steady live load that leaves slots free, the backlog thus drains behind
-// it, rather than only once the load stops.
+// must drain whenever the worker has capacity to spare. The backlog loop
+// waits for the live loops' first receives, then reserves slots after
+// every other loop (slots.acquireSpare), as much as the latest receives of
+// the live queues say is spare (liveState.backlogShare):
+//
+//   - every live queue came back empty ("caught up"): all that is free,
+//     first come first served with the live loops watching their empty
+//     queues;
+//   - a live queue came back full, so it may hold more: nothing;
+//   - otherwise (the live queues are drained as fast as messages come): at
+//     most half, rounded down, of the slots the live and overflow work
+//     leaves, so that the other half stays free for the next fresh
+//     messages.
+//
+// Under a steady live load that leaves slots free, the backlog thus drains
+// behind it, rather than only once the load stops, while fresh messages
+// that have piled up are all served first.
 
 // batchWait is the long-poll wait in batch mode: short, since the queue
 // just had messages, so that a queue that has emptied gives its reserved
@@ -141,11 +155,13 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	batch := p.extra
 	failures := 0
 	fulls, partials := 0, 0 // consecutive full and not-full receives
+	got := queue.MaxBatch   // messages of the latest receive
 	for ctx.Err() == nil {
 		need, most := 1, 1
 		wait := w.cfg.ReceiveWait
 		if batch {
-			need, most = w.batchNeed, queue.MaxBatch
+			most = min(queue.MaxBatch, max(2, 2*got))
+			need = min(w.batchNeed, most)
 			wait = min(wait, batchWait)
 		}
 		n, pr, release, err := w.reserve(ctx, &p, batch, need, most)
@@ -178,7 +194,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		failures = 0
 		w.metrics.receives.WithLabelValues(p.queue).Inc()
 		if p.class == classLive {
-			w.live.set(p.queue, len(msgs) > 0)
+			w.live.set(p.queue, len(msgs), n)
 		}
 		if len(msgs) == 0 {
 			w.metrics.emptyReceives.WithLabelValues(p.queue).Inc()
@@ -193,6 +209,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			w.jobs.Add(1)
 			go w.process(jobCtx, p.queue, m, received, release)
 		}
+		got = len(msgs)
 		if len(msgs) == n { // as many as it had slots for: the queue may hold more
 			fulls, partials = fulls+1, 0
 		} else {
@@ -205,7 +222,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			fulls = 0
 			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true, patience: p.patience})
 		}
-		if batch && len(msgs) < n && w.cfg.ReceiveWindow > 0 && sleep(ctx, w.cfg.ReceiveWindow) != nil {
+		if batch && len(msgs) > 1 && len(msgs) < n && w.cfg.ReceiveWindow > 0 && sleep(ctx, w.cfg.ReceiveWindow) != nil {
 			return
 		}
 		batch = true
@@ -213,18 +230,16 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 }
 
 // reserve reserves slots for a receive of loop p and returns how many, the
-// priority they were served at and the function that gives them back.
-// While the live queues are not caught up, the backlog loop takes only
-// spare capacity (slots.acquireSpare), one slot or more, and does not
-// count as a contender for slots while it waits.
+// priority they were served at and the function that gives them back. The
+// backlog loop takes spare capacity, one slot or more, and while the live
+// queues are not caught up it does not count as a contender for slots.
 func (w *Worker) reserve(ctx context.Context, p *poller, batch bool, need, most int) (int, prio, func(int), error) {
 	if p.class == classBacklog {
-		busy := func() bool { return !w.live.isIdle() }
-		if busy() {
+		if w.live.backlogShare() != shareAll {
 			w.contenders.Add(-1)
 			defer w.contenders.Add(1)
 		}
-		n, err := w.slots.acquireSpare(ctx, prioIdle, 1, most, busy)
+		n, err := w.slots.acquireSpare(ctx, prioIdle, 1, most, w.live.backlogShare)
 		return n, prioIdle, w.slots.releaseSpare, err
 	}
 	n, pr, err := w.acquire(ctx, w.priority(*p, batch), &p.patience, need, most)
@@ -282,44 +297,88 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// liveState tracks whether the latest receive of every live queue came back
-// empty ("caught up"): until then the backlog takes only spare capacity.
+// liveState tracks the latest receive of every live queue, which says how
+// much capacity the backlog may take (backlogShare).
 type liveState struct {
 	mu     sync.Mutex
-	busy   map[string]bool // queue → its latest receive returned messages; absent: not yet polled
+	latest map[string]fill // queue → its latest receive; absent: not yet polled
 	n      int             // number of live queues
+	full   int             // live queues whose latest receive came back full
 	polled chan struct{}   // closed once every live queue was polled
 }
 
+// fill is how a receive came back.
+type fill int
+
+const (
+	fillEmpty   fill = iota // no message
+	fillPartial             // fewer messages than it had slots for
+	fillFull                // as many as it had slots for: the queue may hold more
+)
+
 func newLiveState(n int) *liveState {
-	return &liveState{busy: make(map[string]bool, n), n: n, polled: make(chan struct{})}
+	return &liveState{latest: make(map[string]fill, n), n: n, polled: make(chan struct{})}
 }
 
-// set records the result of a receive from a live queue.
-func (s *liveState) set(q string, busy bool) {
+// set records the receive of got messages with slots for most from a live
+// queue.
+func (s *liveState) set(q string, got, most int) {
+	f := fillPartial
+	switch {
+	case got == 0:
+		f = fillEmpty
+	case got >= most:
+		f = fillFull
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, seen := s.busy[q]
-	s.busy[q] = busy
-	if !seen && len(s.busy) == s.n {
+	was, seen := s.latest[q]
+	if seen && was == fillFull {
+		s.full--
+	}
+	if f == fillFull {
+		s.full++
+	}
+	s.latest[q] = f
+	if !seen && len(s.latest) == s.n {
 		close(s.polled)
 	}
 }
 
 // isIdle reports whether every live queue was polled and its latest
-// receive came back empty.
+// receive came back empty ("caught up").
 func (s *liveState) isIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.busy) < s.n {
+	return s.idle()
+}
+
+func (s *liveState) idle() bool {
+	if len(s.latest) < s.n {
 		return false
 	}
-	for _, b := range s.busy {
-		if b {
+	for _, f := range s.latest {
+		if f != fillEmpty {
 			return false
 		}
 	}
 	return true
+}
+
+// backlogShare is how much of the capacity the live and overflow work
+// leaves the backlog may take: all of it while the live queues are caught
+// up; none while the latest receive of a live queue came back full (the
+// queue may hold more: the capacity is not spare); otherwise half.
+func (s *liveState) backlogShare() share {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.idle():
+		return shareAll
+	case s.full > 0 || len(s.latest) < s.n:
+		return shareNone
+	}
+	return shareHalf
 }
 
 // waitPolled waits until every live queue was polled once, or ctx ends:

@@ -42,17 +42,22 @@ type slots struct {
 
 type slotWaiter struct {
 	need, max int
-	spare     bool        // a spare reservation
-	limited   func() bool // for a spare reservation: whether it is held to spare capacity now
-	got       chan int    // size 1: the grant
+	spare     bool         // a spare reservation
+	share     func() share // for a spare reservation: how much of the capacity left it may hold now
+	got       chan int     // size 1: the grant
 }
 
 // grantable returns how many slots w may take now: 0 if it must wait. Call
 // with mu held.
 func (s *slots) grantable(w *slotWaiter) int {
 	free := s.free
-	if w.spare && w.limited() {
-		free = min(free, (s.free+s.spare)/2-s.spare)
+	if w.spare {
+		switch w.share() {
+		case shareNone:
+			return 0
+		case shareHalf:
+			free = min(free, (s.free+s.spare)/2-s.spare)
+		}
 	}
 	if free < w.need {
 		return 0
@@ -68,6 +73,16 @@ func (s *slots) take(w *slotWaiter, n int) {
 	}
 }
 
+// share is how much of the capacity the others leave spare reservations
+// may hold.
+type share int
+
+const (
+	shareNone share = iota // none: wait
+	shareHalf              // at most half, rounded down
+	shareAll               // all of it
+)
+
 func newSlots(n int) *slots { return &slots{size: n, free: n} }
 
 // acquire reserves between need and max slots, waiting until at least need
@@ -77,12 +92,13 @@ func (s *slots) acquire(ctx context.Context, c prio, need, max int) (int, error)
 }
 
 // acquireSpare is acquire for a spare reservation: it takes between need
-// and max slots, and while limited reports true, only while spare
-// reservations hold at most half of the slots the others leave. It waits
-// until it may take need; limited is called with the slots locked, at
-// each chance of a grant. Its slots are given back with releaseSpare.
-func (s *slots) acquireSpare(ctx context.Context, c prio, need, max int, limited func() bool) (int, error) {
-	return s.reserve(ctx, &slotWaiter{need: need, max: max, spare: true, limited: limited}, c)
+// and max slots, as far as share allows at that time: none, as long as
+// spare reservations hold at most half of the slots the others leave, or
+// all that are free. It waits until it may take need; share is called
+// with the slots locked, at each chance of a grant. Its slots are given
+// back with releaseSpare.
+func (s *slots) acquireSpare(ctx context.Context, c prio, need, max int, share func() share) (int, error) {
+	return s.reserve(ctx, &slotWaiter{need: need, max: max, spare: true, share: share}, c)
 }
 
 func (s *slots) reserve(ctx context.Context, w *slotWaiter, c prio) (int, error) {

@@ -108,9 +108,10 @@ func TestSlotsSpare(t *testing.T) { synctest.Test(t, testSlotsSpare) }
 func testSlotsSpare(t *testing.T) {
 	ctx := context.Background()
 	s := newSlots(10)
-	var free atomic.Bool // the spare reservations are not held to spare capacity
+	var now atomic.Int32 // the share of spare reservations
+	now.Store(int32(shareHalf))
 	acquireSpare := func(ctx context.Context, p prio, need, most int) (int, error) {
-		return s.acquireSpare(ctx, p, need, most, func() bool { return !free.Load() })
+		return s.acquireSpare(ctx, p, need, most, func() share { return share(now.Load()) })
 	}
 	if n, _ := s.acquire(ctx, prioLive, 2, 2); n != 2 {
 		t.Fatalf("live acquire got %d, want 2", n)
@@ -150,13 +151,16 @@ func testSlotsSpare(t *testing.T) {
 		t.Errorf("spare waiter got %d, want 1 of 3", n)
 	}
 
-	// Once no longer held to spare capacity, a waiting spare reservation
-	// takes what is free at the next release.
+	// Held to no share, a spare reservation waits; allowed all, it takes
+	// what is free at the next release.
+	now.Store(int32(shareNone))
 	spare = grabWith(ctx, acquireSpare, prioIdle, 1, 10)
 	waitWaiters(t, s, 1)
-	free.Store(true)
 	s.release(1)
-	if n := <-spare; n != 3 {
-		t.Errorf("unlimited spare waiter got %d, want all 3 free", n)
+	waitWaiters(t, s, 1)
+	now.Store(int32(shareAll))
+	s.release(1)
+	if n := <-spare; n != 4 {
+		t.Errorf("spare waiter allowed all got %d, want all 4 free", n)
 	}
 }
