@@ -100,6 +100,10 @@ type Limits struct {
 	SoftBacklog *int `yaml:"soft_backlog,omitempty" json:"soft_backlog,omitempty"`
 	// MaxBacklog is the backlog at which admission stops.
 	MaxBacklog *int `yaml:"max_backlog,omitempty" json:"max_backlog,omitempty"`
+	// DropAge, when above 0, replaces worker.drop_age for the tenant's
+	// messages: older than this, they are dropped unprocessed. For
+	// tenants whose data a periodic full sync supersedes.
+	DropAge *Duration `yaml:"drop_age,omitempty" json:"drop_age,omitempty"`
 }
 
 // Tenant is a tenant defined in the configuration file.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func TestDefault(t *testing.T) {
 			IngestRate: ptr(100.0), IngestBurst: ptr(200),
 			ProcessRate: ptr(100.0), ProcessBurst: ptr(100),
 			Concurrency: ptr(10), SoftBacklog: ptr(1000), MaxBacklog: ptr(10000),
+			DropAge: ptr(Duration(0)),
 		},
 		Worker: Worker{
 			PushURL:                "http://127.0.0.1:80/",
@@ -128,10 +130,10 @@ func TestResolve(t *testing.T) {
 		limits Limits
 		want   Resolved
 	}{
-		{"none set", Limits{}, Resolved{100, 200, 100, 100, 7, 1000, 10000}},
-		{"zero is a value", Limits{SoftBacklog: ptr(0)}, Resolved{100, 200, 100, 100, 7, 0, 10000}},
-		{"every field", Resolved{1, 2, 3, 4, 5, 6, 7}.Limits(), Resolved{1, 2, 3, 4, 5, 6, 7}},
-		{"some fields", Limits{IngestRate: ptr(0.5), MaxBacklog: ptr(50)}, Resolved{0.5, 200, 100, 100, 7, 1000, 50}},
+		{"none set", Limits{}, Resolved{100, 200, 100, 100, 7, 1000, 10000, 0}},
+		{"zero is a value", Limits{SoftBacklog: ptr(0)}, Resolved{100, 200, 100, 100, 7, 0, 10000, 0}},
+		{"every field", Resolved{1, 2, 3, 4, 5, 6, 7, time.Hour}.Limits(), Resolved{1, 2, 3, 4, 5, 6, 7, time.Hour}},
+		{"some fields", Limits{IngestRate: ptr(0.5), MaxBacklog: ptr(50), DropAge: ptr(Duration(72 * time.Hour))}, Resolved{0.5, 200, 100, 100, 7, 1000, 50, 72 * time.Hour}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,8 +149,34 @@ func TestResolve(t *testing.T) {
 	t.Run("defaults with holes fall back to Default", func(t *testing.T) {
 		t.Parallel()
 		var empty Config
-		if diff := cmp.Diff(Resolved{100, 200, 100, 100, 10, 1000, 10000}, empty.Resolve(Limits{})); diff != "" {
+		if diff := cmp.Diff(Resolved{100, 200, 100, 100, 10, 1000, 10000, 0}, empty.Resolve(Limits{})); diff != "" {
 			t.Errorf("Resolve (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestLimitsJSON: the admin API's form of limits writes and reads durations
+// as Go duration strings.
+func TestLimitsJSON(t *testing.T) {
+	t.Parallel()
+	l := Limits{Concurrency: ptr(3), DropAge: ptr(Duration(72 * time.Hour))}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"concurrency":3,"drop_age":"72h0m0s"}`; string(b) != want {
+		t.Errorf("Marshal = %s, want %s", b, want)
+	}
+	var back Limits
+	if err := json.Unmarshal([]byte(`{"drop_age":"90m"}`), &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Limits{DropAge: ptr(Duration(90 * time.Minute))}, back); diff != "" {
+		t.Errorf("Unmarshal (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{`{"drop_age":"3 days"}`, `{"drop_age":3600}`} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("Unmarshal(%s): no error", bad)
+		}
+	}
 }

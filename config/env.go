@@ -85,7 +85,7 @@ func setScalar(v reflect.Value, s string) error {
 		return nil
 	}
 	switch {
-	case v.Type() == durationType:
+	case v.Type() == durationType || v.Type() == configDurationType:
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return fmt.Errorf("invalid duration %q: want a Go duration such as 30s or 5m", s)

@@ -1,6 +1,9 @@
 package config
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // Resolved are the concrete limits of one tenant: its own Limits over
 // Config.Defaults.
@@ -12,6 +15,9 @@ type Resolved struct {
 	Concurrency  int // messages in progress at once, fleet-wide
 	SoftBacklog  int // admission starts shrinking here
 	MaxBacklog   int // admission stops here
+	// DropAge, when above 0, replaces worker.drop_age for the tenant's
+	// messages.
+	DropAge time.Duration
 }
 
 // Limits returns r with every field set, for storing or printing.
@@ -24,6 +30,7 @@ func (r Resolved) Limits() Limits {
 		Concurrency:  &r.Concurrency,
 		SoftBacklog:  &r.SoftBacklog,
 		MaxBacklog:   &r.MaxBacklog,
+		DropAge:      ptrTo(Duration(r.DropAge)),
 	}
 }
 
@@ -39,6 +46,7 @@ func (c Config) Resolve(l Limits) Resolved {
 		Concurrency:  pick(l.Concurrency, c.Defaults.Concurrency, d.Concurrency),
 		SoftBacklog:  pick(l.SoftBacklog, c.Defaults.SoftBacklog, d.SoftBacklog),
 		MaxBacklog:   pick(l.MaxBacklog, c.Defaults.MaxBacklog, d.MaxBacklog),
+		DropAge:      time.Duration(pick(l.DropAge, c.Defaults.DropAge, d.DropAge)),
 	}
 }
 
@@ -85,6 +93,9 @@ func (c Config) checkLimits(p *problems, prefix string, l Limits) {
 	atLeast("concurrency", l.Concurrency, 1)
 	atLeast("soft_backlog", l.SoftBacklog, 0)
 	atLeast("max_backlog", l.MaxBacklog, 1)
+	if l.DropAge != nil && *l.DropAge < 0 {
+		p.add(prefix+"drop_age", 0, "must not be negative, got %v", time.Duration(*l.DropAge))
+	}
 	if l.SoftBacklog != nil || l.MaxBacklog != nil {
 		r := c.Resolve(l)
 		if r.SoftBacklog > r.MaxBacklog {
@@ -92,3 +103,5 @@ func (c Config) checkLimits(p *problems, prefix string, l Limits) {
 		}
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -129,7 +129,10 @@ func (w *walker) spend(n *yaml.Node, path string) bool {
 	return w.nodes <= maxNodes
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType       = reflect.TypeFor[time.Duration]()
+	configDurationType = reflect.TypeFor[Duration]()
+)
 
 // value decodes n into v; path names v in messages ("" is the root).
 func (w *walker) value(n *yaml.Node, v reflect.Value, path string) {
@@ -144,7 +147,7 @@ func (w *walker) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 	t := v.Type()
 	switch {
-	case t == durationType:
+	case t == durationType || t == configDurationType:
 		if n.Kind != yaml.ScalarNode {
 			w.p.add(displayPath(path), n.Line, "want a duration such as 30s, got %s", kindName(n))
 			return

@@ -173,6 +173,7 @@ func TestParseErrors(t *testing.T) {
 
 		{"bad duration", "worker:\n  connect_timeout: 5 seconds\n", []KeyError{{"worker.connect_timeout", 2, `invalid duration "5 seconds"`}}},
 		{"duration without unit", "worker: {backlog_age: 30}\n", []KeyError{{"worker.backlog_age", 1, `invalid duration "30"`}}},
+		{"bad tenant duration", "tenants:\n  - id: a\n    drop_age: 3 days\n", []KeyError{{"tenants[0].drop_age", 3, `invalid duration "3 days"`}}},
 		{"duration as a list", "gateway:\n  idempotency_window: [1h]\n", []KeyError{{"gateway.idempotency_window", 2, "want a duration such as 30s, got a list"}}},
 		{"bad integer", "pool: {queues: many}\n", []KeyError{{"pool.queues", 1, `invalid integer "many"`}}},
 		{"fractional integer", "pool: {queues: 1.5}\n", []KeyError{{"pool.queues", 1, `invalid integer "1.5"`}}},

@@ -189,8 +189,8 @@ func TestValidateLimits(t *testing.T) {
 	if err := c.ValidateLimits(Limits{IngestRate: ptr(3.0), MaxBacklog: ptr(2000)}); err != nil {
 		t.Errorf("ValidateLimits(valid) = %v", err)
 	}
-	err := c.ValidateLimits(Limits{Concurrency: ptr(0), MaxBacklog: ptr(10)})
-	if diff := cmp.Diff([]string{"concurrency", "soft_backlog"}, keysOfErr(t, err)); diff != "" {
+	err := c.ValidateLimits(Limits{Concurrency: ptr(0), MaxBacklog: ptr(10), DropAge: ptr(Duration(-time.Second))})
+	if diff := cmp.Diff([]string{"concurrency", "drop_age", "soft_backlog"}, keysOfErr(t, err)); diff != "" {
 		t.Errorf("ValidateLimits keys (-want +got):\n%s", diff)
 	}
 }

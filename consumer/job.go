@@ -36,6 +36,7 @@ func (w *Worker) process(ctx context.Context, queueName string, m queue.Message,
 		d:   newDelivery(queueName, m),
 		ctx: ctx,
 	}
+	j.d.msg.Backlog = queueName == w.cfg.Names.Backlog
 	j.f = &inflight{
 		queue:    queueName,
 		handle:   m.ReceiptHandle,
@@ -64,7 +65,7 @@ func (j *job) run() {
 		return
 	}
 	if !d.task {
-		if w.cfg.DropAge > 0 && age > w.cfg.DropAge {
+		if drop := w.dropAge(d.msg.Tenant); drop > 0 && age > drop {
 			j.drop("aged")
 			return
 		}
@@ -108,6 +109,17 @@ func (j *job) run() {
 		return
 	}
 	j.dispatch(age, v.Done)
+}
+
+// dropAge returns the age past which a message of tenant is dropped; 0
+// never drops.
+func (w *Worker) dropAge(tenant string) time.Duration {
+	if w.cfg.TenantDropAge != nil {
+		if d := w.cfg.TenantDropAge(tenant); d > 0 {
+			return d
+		}
+	}
+	return w.cfg.DropAge
 }
 
 // dispatch runs the handler and applies its outcome.

@@ -384,6 +384,44 @@ func TestAgeChecks(t *testing.T) {
 	})
 }
 
+// TestTenantDropAge: a tenant's own drop age replaces DropAge for its
+// messages, shorter or longer.
+func TestTenantDropAge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		enqueued := &envelope.Meta{EnqueuedAt: time.Now().Add(-2 * time.Hour).UnixMilli()}
+		for _, tenant := range []string{"synced", "kept", "other"} {
+			send(t, b, names.Live[0], msg{body: tenant, tenant: tenant, meta: enqueued})
+		}
+		var mu sync.Mutex
+		var bodies []string
+		h, _ := recorder(func(_ int, m *consumer.Message) error {
+			mu.Lock()
+			bodies = append(bodies, m.Body)
+			mu.Unlock()
+			return nil
+		})
+		reg := prometheus.NewRegistry()
+		start(t, consumer.Config{
+			Backend: b, Names: names, Handler: h, Registerer: reg, DropAge: 3 * time.Hour,
+			TenantDropAge: func(tenant string) time.Duration {
+				return map[string]time.Duration{"synced": time.Hour, "kept": 24 * time.Hour}[tenant]
+			},
+		})
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		slices.Sort(bodies)
+		if diff := cmp.Diff([]string{"kept", "other"}, bodies); diff != "" {
+			t.Errorf("handled (-want +got):\n%s", diff)
+		}
+		mu.Unlock()
+		if n := metric(t, reg, "fairq_worker_processed_total", "outcome", "dropped"); n != 1 {
+			t.Errorf("%v drops counted, want 1", n)
+		}
+	})
+}
+
 // TestObserveFunc: ObserveFunc gets the processing time of every job,
 // whatever its outcome, periodic tasks included; a message spilled by
 // its Limiter is not a job.

@@ -84,6 +84,10 @@ type Config struct {
 	// DropAge deletes a message older than this unprocessed; 0 never
 	// does (worker.drop_age).
 	DropAge time.Duration
+	// TenantDropAge, if not nil, returns a tenant's own drop age, which
+	// replaces DropAge for its messages when above 0 (a tenant's
+	// drop_age). It is called for every message, and must be quick.
+	TenantDropAge func(tenant string) time.Duration
 
 	// Limiter decides per message whether it runs now (package
 	// throttle); nil runs everything.
@@ -107,11 +111,12 @@ type Config struct {
 	// for others to share its batch call.
 	BatchWindow time.Duration
 	// ReceiveWindow is how long a receive loop pauses after a receive
-	// that brought some messages but fewer than it asked for, so that
-	// messages arriving at a steady rate gather into fuller batches: fewer
-	// receives per message, at the price of up to this much latency on a
-	// queue that is already busy (the first message on an idle queue is
-	// received at once). Negative turns it off.
+	// that brought more than one message but fewer than it asked for, so
+	// that messages arriving at a steady rate gather into fuller batches:
+	// fewer receives per message, at the price of up to this much latency
+	// on a queue that is already busy (the first message on an idle
+	// queue, and a queue bringing one message at a time, are received at
+	// once). Negative turns it off.
 	ReceiveWindow time.Duration
 	// BackoffBase is the backoff after a first failure, before jitter;
 	// it doubles with each attempt up to ErrorVisibilityTimeout.

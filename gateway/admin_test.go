@@ -270,7 +270,7 @@ func TestTenantSelf(t *testing.T) {
 	want := map[string]any{
 		"id": "slow", "backlog": 2.0, "admitted": 2.0, "rejected": 2.0,
 		"limits": map[string]any{"ingest_rate": 1.0, "ingest_burst": 2.0, "process_rate": 100.0, "process_burst": 100.0,
-			"concurrency": 10.0, "soft_backlog": 1000.0, "max_backlog": 10000.0},
+			"concurrency": 10.0, "soft_backlog": 1000.0, "max_backlog": 10000.0, "drop_age": "0s"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GET /v1/tenant (-want +got):\n%s", diff)

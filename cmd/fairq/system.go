@@ -292,6 +292,19 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 	return spillover.New(cfg)
 }
 
+// tenantDropAge returns the drop_age of a tenant from the registry, so
+// that a change through the admin API applies at its next message; a
+// tenant the registry does not know (deleted since) has the defaults'.
+func (s *system) tenantDropAge() func(string) time.Duration {
+	fallback := config.Config{Defaults: s.cfg.Defaults}.Resolve(config.Limits{}).DropAge
+	return func(id string) time.Duration {
+		if l, ok := s.tenants.Limits(id); ok {
+			return l.DropAge
+		}
+		return fallback
+	}
+}
+
 // withWorker adds the consumer daemon with the given handler.
 func (s *system) withWorker(h consumer.Handler) error {
 	w := s.cfg.Worker
@@ -314,6 +327,7 @@ func (s *system) withWorker(h consumer.Handler) error {
 		InactivityTimeout:      w.InactivityTimeout,
 		BacklogAge:             w.BacklogAge,
 		DropAge:                w.DropAge,
+		TenantDropAge:          s.tenantDropAge(),
 		Limiter:                limiter,
 		Backlog:                counts,
 		ObserveFunc:            s.autoscaling.Observe,
