@@ -25,7 +25,14 @@ import (
 // or hardly more slots than queues) it polls for batchWait, so that a slot
 // is never held for long on a queue with nothing in it while another queue
 // has work. (A worker with fewer slots than queues thus makes about one
-// empty receive per second per slot while idle.) Once a
+// empty receive per second per slot while idle.) While some loop is in
+// batch mode (a queue has work), at most a quarter of the slots
+// (maxWatching, at least one) sit in such long polls at once: a loop
+// beyond that only glances (a short poll, Wait 0) and, finding nothing,
+// pauses for glancePause without a slot, so that with few slots the
+// watching loops cost the busy queues milliseconds of a slot a second
+// rather than a whole long poll each (SQS's shortest is a second), while
+// with enough slots every queue is still watched continuously. Once a
 // receive returned messages, the loop is in batch mode: it receives up to
 // twice as many messages as its latest receive brought (2 to 10) with a
 // short wait, so that a deep queue is soon received in batches of ten while
@@ -72,6 +79,11 @@ import (
 // just had messages, so that a queue that has emptied gives its reserved
 // slots back soon.
 const batchWait = time.Second
+
+// glancePause is how long a loop watching an empty queue pauses, holding no
+// slot, after a short poll made because slots were scarce while other
+// queues had work: a message arriving there waits at most about this long.
+const glancePause = time.Second
 
 // overflowPatience is how long in all the overflow loop waits behind the
 // live loops before it queues with them until the overflow queue is
@@ -152,7 +164,15 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			return
 		}
 	}
-	batch := p.extra
+	batch := false // in batch mode: counted in w.batchLoops
+	setBatch := func(b bool) {
+		if b != batch {
+			w.batchLoops.Add(map[bool]int64{true: 1, false: -1}[b])
+			batch = b
+		}
+	}
+	defer setBatch(false)
+	setBatch(p.extra)
 	failures := 0
 	fulls, partials := 0, 0 // consecutive full and not-full receives
 	got := queue.MaxBatch   // messages of the latest receive
@@ -170,14 +190,29 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		}
 		spare := w.slots.available()
 		w.metrics.busy.Set(float64(w.cfg.Connections - spare))
-		if !batch && int64(spare) < w.contenders.Load() {
-			wait = min(wait, batchWait) // slots are scarce: do not sit on this one
+		glance, watching := false, false
+		if !batch {
+			if int64(spare) < w.contenders.Load() {
+				wait = min(wait, batchWait) // slots are scarce: do not sit on this one
+			}
+			// While other queues have work, at most maxWatching slots
+			// sit in long polls on empty queues; beyond that, a loop
+			// only glances (a short poll), then pauses without a slot.
+			if held := w.watching.Add(1); held > w.maxWatching && w.batchLoops.Load() > 0 {
+				w.watching.Add(-1)
+				wait, glance = 0, true
+			} else {
+				watching = true
+			}
 		}
 		received := w.cfg.NowFunc()
 		msgs, err := w.cfg.Backend.Receive(ctx, p.queue, queue.ReceiveOptions{
 			Max: n, Wait: wait, Visibility: w.cfg.VisibilityTimeout,
 		})
 		release(n - len(msgs))
+		if watching {
+			w.watching.Add(-1)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -201,8 +236,17 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			if p.extra {
 				return
 			}
-			batch, fulls, partials = false, 0, 0
+			setBatch(false)
+			fulls, partials = 0, 0
 			p.patience = overflowPatience // drained: behind the live loops again
+			if glance {
+				w.contenders.Add(-1)
+				err := sleep(ctx, glancePause)
+				w.contenders.Add(1)
+				if err != nil {
+					return
+				}
+			}
 			continue
 		}
 		for _, m := range msgs {
@@ -225,7 +269,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		if batch && len(msgs) > 1 && len(msgs) < n && w.cfg.ReceiveWindow > 0 && sleep(ctx, w.cfg.ReceiveWindow) != nil {
 			return
 		}
-		batch = true
+		setBatch(true)
 	}
 }
 

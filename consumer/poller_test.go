@@ -305,3 +305,42 @@ func TestBacklogDrainsUnderLiveLoad(t *testing.T) {
 		t.Logf("backlog drained after %v; fresh messages waited at most %v", drainedAt.Sub(t0), worstFresh)
 	})
 }
+
+// TestFewSlotsManyQueues: with hardly more slots than queues, the loops
+// watching empty queues do not hold the slots the busy queues need. (Each
+// watching loop used to hold a slot for a second's long poll in turn, and
+// 4 slots over 10 queues ran 2 messages a second of 400.)
+func TestFewSlotsManyQueues(t *testing.T) {
+	for _, conns := range []int{4, 10} {
+		t.Run(fmt.Sprint(conns, " slots"), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := queue.NewMemory(queue.MemoryConfig{})
+				names := queue.PoolNames("t", 8)
+				createQueues(t, b, names)
+				const total = 2000
+				for i := range total {
+					send(t, b, names.Live[i%2], msg{body: "x"})
+				}
+				var n atomic.Int64
+				done := make(chan time.Duration, 1)
+				t0 := time.Now()
+				start(t, consumer.Config{
+					Backend: b, Names: names, Connections: conns,
+					Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+						time.Sleep(10 * time.Millisecond) // the work
+						if n.Add(1) == total {
+							done <- time.Since(t0)
+						}
+						return nil
+					}),
+				})
+				took := recv(t, done, 10*time.Minute, "the last message")
+				ideal := time.Duration(total/conns) * 10 * time.Millisecond
+				if took > 2*ideal {
+					t.Errorf("%d messages of 10 ms took %v on %d slots, want at most twice the %v of slots never idle", total, took, conns, ideal)
+				}
+				t.Logf("%d messages in %v (%v with every slot busy)", total, took, ideal)
+			})
+		})
+	}
+}

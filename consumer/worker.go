@@ -225,6 +225,13 @@ type Worker struct {
 	// contenders counts the receive loops competing for slots (not the
 	// backlog loop while the live queues are not caught up).
 	contenders atomic.Int64
+	// batchLoops counts the receive loops in batch mode: queues that
+	// had messages at their latest receive.
+	batchLoops atomic.Int64
+	// watching counts the slots held by loops long-polling an empty
+	// queue, up to maxWatching while some loop is in batch mode.
+	watching    atomic.Int64
+	maxWatching int64
 
 	deletes *batcher[string]
 	changes *batcher[queue.VisibilityChange]
@@ -252,15 +259,16 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("consumer metrics: %w", err)
 	}
 	w := &Worker{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		metrics:   m,
-		slots:     newSlots(cfg.Connections),
-		live:      newLiveState(len(cfg.Names.Live)),
-		batchNeed: min(queue.MaxBatch, max(1, (cfg.Connections+9)/10)),
-		maxExtra:  int32(max(1, cfg.Connections/queue.MaxBatch)),
-		stopCh:    make(chan context.Context, 1),
-		done:      make(chan struct{}),
+		cfg:         cfg,
+		log:         cfg.Logger,
+		metrics:     m,
+		slots:       newSlots(cfg.Connections),
+		live:        newLiveState(len(cfg.Names.Live)),
+		batchNeed:   min(queue.MaxBatch, max(1, (cfg.Connections+9)/10)),
+		maxExtra:    int32(max(1, cfg.Connections/queue.MaxBatch)),
+		maxWatching: int64(max(1, cfg.Connections/4)),
+		stopCh:      make(chan context.Context, 1),
+		done:        make(chan struct{}),
 	}
 	w.hb = newHeartbeat(cfg.Backend, cfg.VisibilityTimeout, cfg.HeartbeatInterval, cfg.NowFunc, w.log, m)
 	w.deletes = newBatcher(cfg.BatchWindow, w.deleteBatch)
