@@ -56,8 +56,13 @@ func (m Meta) Enqueued() time.Time { return time.UnixMilli(m.EnqueuedAt) }
 // encoding/json would write, built by hand because every message carries
 // one.
 func (m Meta) Encode() string {
-	// Room for the fixed parts, three numbers and the strings unescaped.
-	b := make([]byte, 0, 88+len(m.RequestID)+len(m.IdempotencyKey)+len(m.Origin)+len(m.LastError))
+	var buf [160]byte // most values fit: one allocation, the string's
+	return string(m.AppendEncode(buf[:0]))
+}
+
+// AppendEncode appends the attribute value Encode returns to b. With b on
+// the stack, len(m.AppendEncode(b)) sizes the value without allocating.
+func (m Meta) AppendEncode(b []byte) []byte {
 	b = append(b, `{"t":`...)
 	b = strconv.AppendInt(b, m.EnqueuedAt, 10)
 	if m.Attempts != 0 {
@@ -72,7 +77,7 @@ func (m Meta) Encode() string {
 		b = append(b, `,"n":`...)
 		b = strconv.AppendInt(b, m.NotBefore, 10)
 	}
-	return string(append(b, '}'))
+	return append(b, '}')
 }
 
 func appendField(b []byte, name, v string) []byte {

@@ -30,7 +30,22 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 			if got := tt.m.Encode(); got != want {
 				t.Errorf("Encode() = %s, want %s", got, want)
 			}
+			if got := string(tt.m.AppendEncode([]byte("prefix:"))); got != "prefix:"+want {
+				t.Errorf("AppendEncode(prefix:) = %s, want prefix:%s", got, want)
+			}
 		})
+	}
+}
+
+func TestAppendEncodeSizesWithoutAllocating(t *testing.T) {
+	m := Meta{EnqueuedAt: 1795256386120, RequestID: "696c6095fa5d-1", IdempotencyKey: "order-42", Origin: "fairq-live-04"}
+	var n int
+	allocs := testing.AllocsPerRun(100, func() {
+		var buf [160]byte
+		n = len(m.AppendEncode(buf[:0]))
+	})
+	if allocs != 0 || n != len(m.Encode()) {
+		t.Errorf("sizing by AppendEncode: %v allocations, length %d; want 0 and %d", allocs, n, len(m.Encode()))
 	}
 }
 
@@ -139,6 +154,15 @@ func BenchmarkEncode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = m.Encode()
+	}
+}
+
+func BenchmarkAppendEncode(b *testing.B) {
+	m := Meta{EnqueuedAt: 1795256386120, Attempts: 1, RequestID: "696c6095fa5d-1", Origin: "fairq-live-04"}
+	buf := make([]byte, 0, 160)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = m.AppendEncode(buf[:0])
 	}
 }
 
