@@ -170,7 +170,7 @@ func (s *Server) batchRequest(w http.ResponseWriter, r *http.Request, t tenant.T
 		d, room, err := s.admit(ctx, t, len(send))
 		setRateLimitHeaders(w.Header(), d)
 		lim := d.Limit
-		pending := make([]pendingSend, 0, len(send))
+		admitted := make([]sendItem, 0, len(send))
 		for k, i := range send {
 			switch {
 			case err != nil:
@@ -181,11 +181,14 @@ func (s *Server) batchRequest(w http.ResponseWriter, r *http.Request, t tenant.T
 			case k >= d.Allowed:
 				results[i] = failedEntry(rateLimited(t, lim, d.RetryAfter))
 			default:
-				pending = append(pending, s.submit(t, items[i]))
+				admitted = append(admitted, items[i])
 				continue
 			}
 			send[k] = -1
 		}
+		// All at once, so that the batch's messages bound for one queue
+		// share its calls.
+		pending := s.submitAll(t, admitted)
 		p := 0
 		for _, i := range send {
 			if i < 0 {

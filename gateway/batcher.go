@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -22,7 +23,8 @@ var ErrBatcherStopped = errors.New("batcher is not running")
 type BatcherConfig[T, R any] struct {
 	// Flush sends one batch of items that share a key and returns one
 	// result per item, in order; an error fails every item of the batch.
-	// Its ctx ends when Stop gives up waiting. Required.
+	// It must not keep items once it returns: the Batcher reuses the
+	// slice. Its ctx ends when Stop gives up waiting. Required.
 	Flush func(ctx context.Context, key string, items []T) ([]R, error)
 	// MaxItems is the most items in a batch; zero uses BatchItemsDefault.
 	MaxItems int
@@ -30,8 +32,10 @@ type BatcherConfig[T, R any] struct {
 	// a single item larger than MaxBytes goes alone. Zero: no bound.
 	MaxBytes int
 	Size     func(T) int
-	// Window is the longest an item waits for others to join its batch;
-	// zero uses BatchWindowDefault.
+	// Window is the longest an item waits for a flush of its key already
+	// under way before its own batch goes anyway; zero uses
+	// BatchWindowDefault. An item whose key has no flush under way never
+	// waits.
 	Window time.Duration
 }
 
@@ -55,28 +59,42 @@ func (c BatcherConfig[T, R]) validate() error {
 	return nil
 }
 
-// Batcher coalesces concurrent items with the same key into batches: a
-// batch is flushed when it holds MaxItems items (or MaxBytes), or Window
-// after its first item arrived, whichever comes first. Each caller waits
-// for the result of its own item. Flushes of different batches run
-// concurrently, each in a goroutine the Batcher owns; Stop flushes what is
-// pending and waits for every flush.
+// Batcher coalesces concurrent items with the same key into batches, the
+// way a database groups commits: an item whose key has no flush under way
+// is flushed at once; while a flush of its key is under way, items gather
+// into the next batch, which goes when that flush returns, when it holds
+// MaxItems items (or MaxBytes), or Window after its first item arrived,
+// whichever comes first. Sparse items thus pay no wait, and under load a
+// batch fills while the previous call is on the wire, so the calls per
+// item fall as the load grows and as the calls slow down. Each caller
+// waits for the result of its own item. Flushes run concurrently, each in
+// a goroutine the Batcher owns; Stop flushes what is pending and waits for
+// every flush.
 type Batcher[T, R any] struct {
 	cfg BatcherConfig[T, R]
 
 	mu      sync.Mutex
 	running bool
 	stopped bool
-	pending map[string]*batch[T, R]
-	ctx     context.Context // of the flushes; cancelled when Stop gives up
+	keys    map[string]*keyState[T, R] // keys with a batch gathering or a flush under way
+	ctx     context.Context            // of the flushes; cancelled when Stop gives up
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // flushes in progress
+	slices  sync.Pool      // of *[]T with room for MaxItems, for the batches
+}
+
+// keyState is what a Batcher knows of one key.
+type keyState[T, R any] struct {
+	pending  *batch[T, R] // gathering; nil if none
+	inFlight int          // flushes under way, counting one about to take pending
+	taking   bool         // a flush goroutine is about to take pending
 }
 
 type batch[T, R any] struct {
 	items   []T
+	slice   *[]T // holds items' array in the pool
 	bytes   int
-	timer   *time.Timer
+	timer   *time.Timer   // armed while the batch waits for a flush under way
 	done    chan struct{} // closed when results or err are set
 	results []R
 	err     error
@@ -99,7 +117,7 @@ func (b *Batcher[T, R]) Start(context.Context) error {
 		return errors.New("batcher: started twice")
 	}
 	b.running = true
-	b.pending = make(map[string]*batch[T, R])
+	b.keys = make(map[string]*keyState[T, R])
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	return nil
 }
@@ -115,10 +133,11 @@ func (b *Batcher[T, R]) Stop(ctx context.Context) error {
 		return nil
 	}
 	b.running, b.stopped = false, true
-	for key, bt := range b.pending {
-		b.launch(key, bt)
+	for key, ks := range b.keys {
+		if ks.pending != nil {
+			b.launch(key, ks)
+		}
 	}
-	b.pending = nil
 	b.mu.Unlock()
 
 	done := make(chan struct{})
@@ -143,8 +162,8 @@ type Ticket[T, R any] struct {
 	i int
 }
 
-// Submit adds an item to the pending batch of key, or starts one. It does
-// not wait.
+// Submit adds an item to the pending batch of key, or starts one, and
+// flushes it at once if no flush of key is under way. It does not wait.
 func (b *Batcher[T, R]) Submit(key string, item T) (Ticket[T, R], error) {
 	size := 0
 	if b.cfg.Size != nil {
@@ -155,26 +174,88 @@ func (b *Batcher[T, R]) Submit(key string, item T) (Ticket[T, R], error) {
 	if !b.running {
 		return Ticket[T, R]{}, ErrBatcherStopped
 	}
-	bt := b.pending[key]
-	if bt != nil && b.cfg.MaxBytes > 0 && bt.bytes+size > b.cfg.MaxBytes {
-		// This item would make the batch too large: send it as it is.
-		delete(b.pending, key)
-		b.launch(key, bt)
-		bt = nil
+	ks := b.add(key, item, size)
+	t := Ticket[T, R]{b: ks.pending, i: len(ks.pending.items) - 1}
+	b.settle(key, ks)
+	return t, nil
+}
+
+// SubmitAll submits items[i] under keys[i], all before any of their
+// batches is flushed, so that one caller's items bound for the same key
+// share calls rather than the first going alone. It does not wait.
+func (b *Batcher[T, R]) SubmitAll(keys []string, items []T) ([]Ticket[T, R], error) {
+	if len(keys) != len(items) {
+		return nil, fmt.Errorf("batcher: %d keys for %d items", len(keys), len(items))
 	}
-	if bt == nil {
-		bt = &batch[T, R]{items: make([]T, 0, b.cfg.MaxItems), done: make(chan struct{})}
-		b.pending[key] = bt
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.running {
+		return nil, ErrBatcherStopped
+	}
+	tickets := make([]Ticket[T, R], len(items))
+	for i, item := range items {
+		size := 0
+		if b.cfg.Size != nil {
+			size = b.cfg.Size(item)
+		}
+		ks := b.add(keys[i], item, size)
+		tickets[i] = Ticket[T, R]{b: ks.pending, i: len(ks.pending.items) - 1}
+		if b.full(ks.pending) {
+			b.launch(keys[i], ks)
+		}
+	}
+	for _, key := range keys {
+		if ks := b.keys[key]; ks != nil && ks.pending != nil {
+			b.settle(key, ks)
+		}
+	}
+	return tickets, nil
+}
+
+// add appends an item to the pending batch of key, first flushing that
+// batch if the item would take it past MaxBytes. Called with mu held.
+func (b *Batcher[T, R]) add(key string, item T, size int) *keyState[T, R] {
+	ks := b.keys[key]
+	if ks == nil {
+		ks = &keyState[T, R]{}
+		b.keys[key] = ks
+	}
+	if bt := ks.pending; bt != nil && b.cfg.MaxBytes > 0 && bt.bytes+size > b.cfg.MaxBytes {
+		// This item would make the batch too large: send it as it is.
+		b.launch(key, ks)
+	}
+	if ks.pending == nil {
+		items, _ := b.slices.Get().(*[]T)
+		if items == nil {
+			s := make([]T, 0, b.cfg.MaxItems)
+			items = &s
+		}
+		ks.pending = &batch[T, R]{items: *items, slice: items, done: make(chan struct{})}
+	}
+	ks.pending.items = append(ks.pending.items, item)
+	ks.pending.bytes += size
+	return ks
+}
+
+func (b *Batcher[T, R]) full(bt *batch[T, R]) bool {
+	return len(bt.items) >= b.cfg.MaxItems || b.cfg.MaxBytes > 0 && bt.bytes >= b.cfg.MaxBytes
+}
+
+// settle decides the fate of key's pending batch: flushed now if full;
+// taken by a new flush if no flush of key is under way; else left to
+// gather until one returns or its window ends. Called with mu held.
+func (b *Batcher[T, R]) settle(key string, ks *keyState[T, R]) {
+	bt := ks.pending
+	switch {
+	case b.full(bt):
+		b.launch(key, ks)
+	case ks.inFlight == 0:
+		b.take(key, ks)
+	case ks.taking:
+		// About to be taken.
+	case bt.timer == nil:
 		bt.timer = time.AfterFunc(b.cfg.Window, func() { b.expire(key, bt) })
 	}
-	bt.items = append(bt.items, item)
-	bt.bytes += size
-	t := Ticket[T, R]{b: bt, i: len(bt.items) - 1}
-	if len(bt.items) >= b.cfg.MaxItems || b.cfg.MaxBytes > 0 && bt.bytes >= b.cfg.MaxBytes {
-		delete(b.pending, key)
-		b.launch(key, bt)
-	}
-	return t, nil
 }
 
 // Do submits an item and waits for its result.
@@ -217,22 +298,68 @@ func (t Ticket[T, R]) result() (R, error) {
 func (b *Batcher[T, R]) expire(key string, bt *batch[T, R]) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.pending[key] != bt {
-		return // flushed when full, or by Stop
+	if ks := b.keys[key]; ks != nil && ks.pending == bt {
+		b.launch(key, ks)
 	}
-	delete(b.pending, key)
-	b.launch(key, bt)
 }
 
-// launch flushes bt in a goroutine of its own. Called with mu held, so
-// that Stop's Wait sees every Add.
-func (b *Batcher[T, R]) launch(key string, bt *batch[T, R]) {
-	bt.timer.Stop()
+// launch flushes key's pending batch as it is, in a goroutine of its own.
+// Called with mu held, so that Stop's Wait sees every Add.
+func (b *Batcher[T, R]) launch(key string, ks *keyState[T, R]) {
+	bt := ks.pending
+	ks.pending = nil
+	ks.inFlight++
+	if bt.timer != nil {
+		bt.timer.Stop()
+	}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
 		b.flush(key, bt)
+		b.returned(key, ks)
 	}()
+}
+
+// take starts a goroutine that yields the processor once, then takes and
+// flushes whatever key's pending batch holds by then. Idle, the yield
+// costs next to nothing; under load, the handlers already runnable add
+// their items first, so that a batch fills in proportion to the load
+// even when a flush takes no time (the memory backend). Called with mu
+// held.
+func (b *Batcher[T, R]) take(key string, ks *keyState[T, R]) {
+	ks.inFlight++
+	ks.taking = true
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		runtime.Gosched()
+		b.mu.Lock()
+		bt := ks.pending
+		ks.pending, ks.taking = nil, false
+		if bt != nil && bt.timer != nil {
+			bt.timer.Stop()
+		}
+		b.mu.Unlock()
+		if bt != nil { // else it went when full, or at Stop
+			b.flush(key, bt)
+		}
+		b.returned(key, ks)
+	}()
+}
+
+// returned notes that a flush of key returned and sends the batch that
+// gathered meanwhile. Forgetting an idle key keeps the map to the keys in
+// use.
+func (b *Batcher[T, R]) returned(key string, ks *keyState[T, R]) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ks.inFlight--
+	switch {
+	case ks.pending != nil && !ks.taking:
+		b.take(key, ks)
+	case ks.inFlight == 0 && b.keys[key] == ks:
+		delete(b.keys, key)
+	}
 }
 
 func (b *Batcher[T, R]) flush(key string, bt *batch[T, R]) {
@@ -243,6 +370,7 @@ func (b *Batcher[T, R]) flush(key string, bt *batch[T, R]) {
 		}
 	}()
 	results, err := b.cfg.Flush(b.ctx, key, bt.items)
+	defer b.recycle(bt)
 	switch {
 	case err != nil:
 		bt.err = err
@@ -251,4 +379,15 @@ func (b *Batcher[T, R]) flush(key string, bt *batch[T, R]) {
 	default:
 		bt.results = results
 	}
+}
+
+// recycle gives a flushed batch's items slice back, cleared so that the
+// pool holds on to none of the items.
+func (b *Batcher[T, R]) recycle(bt *batch[T, R]) {
+	clear(bt.items)
+	if cap(bt.items) == b.cfg.MaxItems {
+		*bt.slice = bt.items[:0]
+		b.slices.Put(bt.slice)
+	}
+	bt.items, bt.slice = nil, nil
 }

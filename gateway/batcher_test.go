@@ -17,27 +17,37 @@ import (
 )
 
 // recorder is a Flush that records its batches and answers each item
-// with key/item.
+// with key/item, taking delay (fake time under synctest) like a call on
+// the wire.
 type recorder struct {
 	mu      sync.Mutex
 	batches map[string][][]int
 	at      []time.Duration // since start, per flush
 	start   time.Time
+	delay   time.Duration
 }
 
 func (r *recorder) flush(_ context.Context, key string, items []int) ([]string, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.batches == nil {
 		r.batches = map[string][][]int{}
 	}
 	r.batches[key] = append(r.batches[key], slices.Clone(items))
 	r.at = append(r.at, time.Since(r.start))
+	r.mu.Unlock()
+	time.Sleep(r.delay)
 	out := make([]string, len(items))
 	for i, it := range items {
 		out[i] = fmt.Sprintf("%s/%d", key, it)
 	}
 	return out, nil
+}
+
+// flushTimes returns the flush times in order.
+func (r *recorder) flushTimes() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.at))
 }
 
 func newBatcher(t *testing.T, cfg gateway.BatcherConfig[int, string]) *gateway.Batcher[int, string] {
@@ -53,59 +63,133 @@ func newBatcher(t *testing.T, cfg gateway.BatcherConfig[int, string]) *gateway.B
 }
 
 func TestBatcherCoalesces(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{start: time.Now()}
-		b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: rec.flush, Window: 2 * time.Millisecond})
-		var wg sync.WaitGroup
-		results := make([]string, 25)
-		for i := range 25 {
-			key := "a"
-			if i >= 22 {
-				key = "b"
-			}
-			wg.Go(func() {
-				r, err := b.Do(context.Background(), key, i)
-				if err != nil {
-					t.Error(err)
+	const ms = time.Millisecond
+	type submit struct {
+		key  string
+		item int
+		at   time.Duration // since start, in order
+	}
+	tests := []struct {
+		name    string
+		window  time.Duration
+		submits []submit
+		want    map[string][][]int
+		wantAt  []time.Duration
+	}{
+		{
+			name:    "an item of an idle key goes at once",
+			window:  time.Hour,
+			submits: []submit{{"a", 0, 0}},
+			want:    map[string][][]int{"a": {{0}}},
+			wantAt:  []time.Duration{0},
+		},
+		{
+			name:   "items gather while a flush is under way and go when it returns, or when full",
+			window: time.Hour,
+			submits: []submit{
+				{"a", 0, 0}, {"a", 1, 0}, {"a", 2, 0}, {"a", 3, 0}, {"a", 4, 0}, {"a", 5, 0}, {"a", 6, 0},
+				{"a", 7, 0}, {"a", 8, 0}, {"a", 9, 0}, {"a", 10, 0}, {"a", 11, 0}, {"a", 12, 0},
+				{"b", 13, 0}, {"b", 14, 0},
+				{"a", 15, 30 * ms}, // idle again: at once
+			},
+			want: map[string][][]int{
+				"a": {{0}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {11, 12}, {15}},
+				"b": {{13}, {14}},
+			},
+			wantAt: []time.Duration{0, 0, 0, 10 * ms, 10 * ms, 30 * ms},
+		},
+		{
+			name:    "the window bounds the wait for a slow flush",
+			window:  2 * ms,
+			submits: []submit{{"a", 0, 0}, {"a", 1, 0}, {"a", 2, 1 * ms}, {"a", 3, 3 * ms}},
+			want:    map[string][][]int{"a": {{0}, {1, 2}, {3}}},
+			wantAt:  []time.Duration{0, 2 * ms, 5 * ms},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &recorder{start: time.Now(), delay: 10 * ms}
+				b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: rec.flush, Window: tt.window})
+				var wg sync.WaitGroup
+				results := make([]string, len(tt.submits))
+				for i, sub := range tt.submits {
+					time.Sleep(sub.at - time.Since(rec.start))
+					wg.Go(func() {
+						r, err := b.Do(context.Background(), sub.key, sub.item)
+						if err != nil {
+							t.Error(err)
+						}
+						results[i] = r
+					})
+					synctest.Wait() // submit in order
 				}
-				results[i] = r
+				wg.Wait()
+				if err := b.Stop(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, rec.batches); diff != "" {
+					t.Errorf("batches (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tt.wantAt, rec.flushTimes()); diff != "" {
+					t.Errorf("flush times (-want +got):\n%s", diff)
+				}
+				for i, sub := range tt.submits {
+					if want := fmt.Sprintf("%s/%d", sub.key, sub.item); results[i] != want {
+						t.Errorf("item %d got %q, want its own result %q", sub.item, results[i], want)
+					}
+				}
 			})
-			synctest.Wait() // submit in order
+		})
+	}
+}
+
+func TestBatcherSubmitAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{start: time.Now(), delay: 10 * time.Millisecond}
+		b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: rec.flush, Window: 2 * time.Millisecond})
+		keys := []string{"a", "a", "b", "a"}
+		items := []int{0, 1, 2, 3}
+		for i := 4; i < 16; i++ {
+			keys, items = append(keys, "c"), append(items, i)
 		}
-		wg.Wait()
-		if err := b.Stop(context.Background()); err != nil {
+		tickets, err := b.SubmitAll(keys, items)
+		if err != nil {
 			t.Fatal(err)
 		}
+		for i, tk := range tickets {
+			if r, err := tk.Wait(context.Background()); err != nil || r != fmt.Sprintf("%s/%d", keys[i], items[i]) {
+				t.Errorf("ticket %d: %q, %v", i, r, err)
+			}
+		}
+		b.Stop(context.Background())
+		// An idle key's items go together at once; past a full batch the
+		// rest waits for the window, as any item behind a flush does.
 		want := map[string][][]int{
-			"a": {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, {20, 21}},
-			"b": {{22, 23, 24}},
+			"a": {{0, 1, 3}},
+			"b": {{2}},
+			"c": {{4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, {14, 15}},
 		}
 		if diff := cmp.Diff(want, rec.batches); diff != "" {
 			t.Errorf("batches (-want +got):\n%s", diff)
 		}
-		// Two full batches at once, the partial ones after the window.
-		if diff := cmp.Diff([]time.Duration{0, 0, 2 * time.Millisecond, 2 * time.Millisecond}, rec.at); diff != "" {
+		if diff := cmp.Diff([]time.Duration{0, 0, 0, 2 * time.Millisecond}, rec.flushTimes()); diff != "" {
 			t.Errorf("flush times (-want +got):\n%s", diff)
 		}
-		for i, r := range results {
-			key := "a"
-			if i >= 22 {
-				key = "b"
-			}
-			if want := fmt.Sprintf("%s/%d", key, i); r != want {
-				t.Errorf("item %d got %q, want its own result %q", i, r, want)
-			}
+		if _, err := b.SubmitAll([]string{"a"}, nil); err == nil {
+			t.Error("SubmitAll took one key for no item")
 		}
 	})
 }
 
 func TestBatcherMaxBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{start: time.Now()}
+		rec := &recorder{start: time.Now(), delay: 10 * time.Millisecond}
 		b := newBatcher(t, gateway.BatcherConfig[int, string]{
 			Flush:    rec.flush,
 			MaxBytes: 100,
 			Size:     func(i int) int { return i },
+			Window:   time.Hour,
 		})
 		var wg sync.WaitGroup
 		for _, size := range []int{40, 50, 30, 150, 20, 80} {
@@ -114,9 +198,10 @@ func TestBatcherMaxBytes(t *testing.T) {
 		}
 		wg.Wait()
 		b.Stop(context.Background())
-		// 40+50, then 30 would pass 100; 150 alone; 20+80 reaches 100.
-		// Batches flushed at the same instant may go in either order.
-		want := [][]int{{20, 80}, {30}, {40, 50}, {150}}
+		// 40 at once; 50+30, then 150 would pass 100; 150 alone; 20+80
+		// reaches 100. Batches flushed at the same instant may go in
+		// either order.
+		want := [][]int{{20, 80}, {40}, {50, 30}, {150}}
 		got := rec.batches["k"]
 		slices.SortFunc(got, func(a, b []int) int { return a[0] - b[0] })
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -127,7 +212,7 @@ func TestBatcherMaxBytes(t *testing.T) {
 
 func TestBatcherStopFlushesPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{start: time.Now()}
+		rec := &recorder{start: time.Now(), delay: time.Minute}
 		b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: rec.flush, Window: time.Hour})
 		var tickets []gateway.Ticket[int, string]
 		for i := range 3 {
@@ -136,11 +221,13 @@ func TestBatcherStopFlushesPending(t *testing.T) {
 				t.Fatal(err)
 			}
 			tickets = append(tickets, tk)
+			synctest.Wait() // 0 is taken before 1 comes
 		}
 		if err := b.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]time.Duration{0}, rec.at); diff != "" {
+		// 0 went at once; Stop sent 1 and 2 without waiting for it.
+		if diff := cmp.Diff([]time.Duration{0, 0}, rec.flushTimes()); diff != "" {
 			t.Errorf("Stop did not flush at once: flush times %v", rec.at)
 		}
 		for i, tk := range tickets {
@@ -150,6 +237,9 @@ func TestBatcherStopFlushesPending(t *testing.T) {
 		}
 		if _, err := b.Submit("k", 9); !errors.Is(err, gateway.ErrBatcherStopped) {
 			t.Errorf("Submit after Stop: %v", err)
+		}
+		if _, err := b.SubmitAll([]string{"k"}, []int{9}); !errors.Is(err, gateway.ErrBatcherStopped) {
+			t.Errorf("SubmitAll after Stop: %v", err)
 		}
 		if err := b.Stop(context.Background()); err != nil {
 			t.Errorf("second Stop: %v", err)
@@ -204,16 +294,20 @@ func TestBatcherFlushFailures(t *testing.T) {
 
 func TestBatcherWaitHonoursContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{start: time.Now()}
+		rec := &recorder{start: time.Now(), delay: time.Minute}
 		b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: rec.flush, Window: time.Hour})
+		if _, err := b.Submit("k", 0); err != nil { // under way for a minute
+			t.Fatal(err)
+		}
+		synctest.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 		defer cancel()
 		if _, err := b.Do(ctx, "k", 1); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Do: %v", err)
 		}
 		b.Stop(context.Background())
-		if len(rec.batches["k"]) != 1 {
-			t.Errorf("the item of a caller that left was not sent on Stop")
+		if diff := cmp.Diff([][]int{{0}, {1}}, rec.batches["k"]); diff != "" {
+			t.Errorf("the item of a caller that left was not sent on Stop (-want +got):\n%s", diff)
 		}
 	})
 }

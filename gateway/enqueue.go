@@ -247,8 +247,10 @@ func (s *Server) prepare(t tenant.Tenant, msg message, reqID, traceparent string
 	}
 	now := s.cfg.Now()
 	meta := envelope.Meta{EnqueuedAt: now.UnixMilli(), RequestID: reqID, IdempotencyKey: msg.idempotencyKey, Origin: s.longest}
-	attrs[envelope.AttrMeta] = meta.Encode()
-	size := messageSize(msg.body, attrs)
+	// Sized now, with the longest queue name, and encoded once the queue
+	// is picked.
+	var buf [160]byte
+	size := messageSize(msg.body, attrs) + len(envelope.AttrMeta) + len("String") + len(meta.AppendEncode(buf[:0]))
 	if size > s.cfg.MaxMessageSize {
 		return sendItem{}, errorf(CodeTooLarge, "message is %d bytes as SQS counts it (body and attributes), at most %d", size, s.cfg.MaxMessageSize)
 	}
@@ -354,19 +356,66 @@ func (s *Server) submit(t tenant.Tenant, item sendItem) pendingSend {
 	if s.stopped || !s.started {
 		return pendingSend{q: -1, err: ErrStopped}
 	}
+	p, ok := s.pick(t, &item)
+	if !ok {
+		return p
+	}
+	p.tk, p.err = s.batcher.Submit(p.name, item)
+	if p.err != nil {
+		p.err = errors.Join(ErrStopped, p.err) // await gives the pick back
+	}
+	return p
+}
+
+// submitAll picks a queue for each message and hands them all to the
+// batcher at once (Batcher.SubmitAll), so that those bound for the same
+// queue share a call.
+func (s *Server) submitAll(t tenant.Tenant, items []sendItem) []pendingSend {
+	ps := make([]pendingSend, len(items))
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.stopped || !s.started {
+		for i := range ps {
+			ps[i] = pendingSend{q: -1, err: ErrStopped}
+		}
+		return ps
+	}
+	names := make([]string, 0, len(items))
+	picked := make([]sendItem, 0, len(items))
+	for i := range items {
+		var ok bool
+		if ps[i], ok = s.pick(t, &items[i]); ok {
+			names = append(names, ps[i].name)
+			picked = append(picked, items[i])
+		}
+	}
+	tks, err := s.batcher.SubmitAll(names, picked)
+	j := 0
+	for i := range ps {
+		if ps[i].err != nil {
+			continue
+		}
+		if err != nil {
+			ps[i].err = errors.Join(ErrStopped, err) // await gives the pick back
+			continue
+		}
+		ps[i].tk = tks[j]
+		j++
+	}
+	return ps
+}
+
+// pick chooses the live queue of a message and sets its fairq-meta;
+// false, with the error in the pendingSend, if the picker failed.
+func (s *Server) pick(t tenant.Tenant, item *sendItem) (pendingSend, bool) {
 	q := s.cfg.Picker.Pick(t.ID)
 	if q < 0 || q >= len(s.cfg.Names.Live) {
-		return pendingSend{q: -1, err: &Error{Code: CodeInternal, Detail: "internal error", Err: errors.New("picker chose a queue out of range")}}
+		return pendingSend{q: -1, err: &Error{Code: CodeInternal, Detail: "internal error", Err: errors.New("picker chose a queue out of range")}}, false
 	}
 	name := s.cfg.Names.Live[q]
 	item.meta.Origin = name
 	item.attrs[envelope.AttrMeta] = item.meta.Encode()
-	p := pendingSend{q: q, name: name, at: item.meta.EnqueuedAt}
-	p.tk, p.err = s.batcher.Submit(name, item)
-	if p.err != nil {
-		p.err = errors.Join(ErrStopped, p.err)
-	}
-	return p
+	return pendingSend{q: q, name: name, at: item.meta.EnqueuedAt}, true
 }
 
 // await waits for SQS's answer for a submitted message.

@@ -87,8 +87,9 @@ func (p signalPicker) Pick(tenant string) int {
 	return p.RoundRobin.Pick(tenant)
 }
 
-// TestStopFlushesPending: a message waiting for company in the batcher when
-// the gateway stops is sent, and its client answered 202.
+// TestStopFlushesPending: a message in the batcher when the gateway stops
+// is sent, and its client answered 202. (TestBatcherStopFlushesPending
+// holds one behind a call under way.)
 func TestStopFlushesPending(t *testing.T) {
 	t.Parallel()
 	picker := signalPicker{gatewaytest.NewRoundRobin(4), make(chan struct{}, 1)}

@@ -106,9 +106,10 @@ type Config struct {
 	// counts it; zero uses queue.MaxMessageSizeDefault, at most
 	// queue.MaxMessageSizeCap.
 	MaxMessageSize int
-	// BatchWindow is the longest a message waits for others bound for the
-	// same queue to share its SendMessageBatch call; zero uses
-	// BatchWindowDefault (2 ms).
+	// BatchWindow is the longest a message waits behind a
+	// SendMessageBatch call to its queue already under way before its
+	// own batch goes; a message for a queue with no call under way goes
+	// at once. Zero uses BatchWindowDefault (2 ms).
 	BatchWindow time.Duration
 	// MaxBatchBody caps the raw body of POST /v1/messages/batch; zero
 	// uses MaxBatchBodyDefault (8 MiB).
