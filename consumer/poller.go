@@ -176,9 +176,15 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	failures := 0
 	fulls, partials := 0, 0 // consecutive full and not-full receives
 	got := queue.MaxBatch   // messages of the latest receive
+	first := true
 	for ctx.Err() == nil {
 		need, most := 1, 1
 		wait := w.cfg.ReceiveWait
+		if first {
+			// Short, so that every live queue is known soon: the backlog
+			// waits for that.
+			wait, first = min(wait, batchWait), false
+		}
 		if batch {
 			most = min(queue.MaxBatch, max(2, 2*got))
 			need = min(w.batchNeed, most)
