@@ -281,15 +281,16 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 
 // reserve reserves slots for a receive of loop p and returns how many, the
 // priority they were served at and the function that gives them back. The
-// backlog loop takes spare capacity, one slot or more, and while the live
-// queues are not caught up it does not count as a contender for slots.
+// backlog loop takes spare capacity, waiting for a batch as other loops
+// do, and while the live queues are not caught up it does not count as a
+// contender for slots.
 func (w *Worker) reserve(ctx context.Context, p *poller, batch bool, need, most int) (int, prio, func(int), error) {
 	if p.class == classBacklog {
 		if w.live.backlogShare() != shareAll {
 			w.contenders.Add(-1)
 			defer w.contenders.Add(1)
 		}
-		n, err := w.slots.acquireSpare(ctx, prioIdle, 1, most, w.live.backlogShare)
+		n, err := w.slots.acquireSpare(ctx, prioIdle, need, most, w.live.backlogShare)
 		return n, prioIdle, w.slots.releaseSpare, err
 	}
 	n, pr, err := w.acquire(ctx, w.priority(*p, batch), &p.patience, need, most)
