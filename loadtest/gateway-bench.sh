@@ -6,7 +6,10 @@
 #   loadtest/gateway-bench.sh            # DURATION=15s CONNS=64 by default
 #
 # Needs wrk (apt-get install wrk). The latency at half load is measured
-# with loadtest/rate, an open-loop generator lighter than k6.
+# with loadtest/rate, an open-loop generator (a fixed schedule, latency
+# counted from each request's due time, as wrk2 does) lighter than k6.
+# The load average before and after is printed: other work on the machine
+# shows in the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-15s}
@@ -35,6 +38,7 @@ KEYS=$(IFS=,; echo "${keys[*]}")
 echo "$KEYS" > "$OUT/keys.txt"
 export KEYS
 
+echo "load before: $(uptime)"
 "$OUT/fairq" dev --config "$OUT/fairq.yaml" 2> "$OUT/dev.log" &
 fairq_pid=$!
 "$OUT/baseline" -listen 127.0.0.1:18090 &
@@ -71,3 +75,4 @@ for load in $half $(( fairq_avg / 4 )); do
     "$OUT/rate" -url "http://127.0.0.1:${target##*:}" -keys "$KEYS" -rate "$load" -duration 15s | tee -a "$OUT/latency.txt"
   done
 done
+echo "load after: $(uptime)"
