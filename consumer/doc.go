@@ -5,13 +5,16 @@
 // A Worker receives from the live queues of the pool, from the overflow
 // queue when it has spare capacity (or, once overflow has waited 2 s for
 // it, in turn with the live queues until overflow is drained, so that it
-// is not starved by a steady live load), and from the backlog queue only
-// when the live queues are caught up, and only while it has free slots
-// (Config.Connections): it never holds more messages than it can run. For
-// each message it applies the age checks (older than DropAge: dropped;
-// older than BacklogAge: moved to the backlog queue) and the Limiter (a
-// tenant over its rate or concurrency: moved to the overflow queue with a
-// delay), then runs the Handler under a heartbeat and applies the outcome:
+// is not starved by a steady live load), and from the backlog queue with
+// the capacity the live work leaves (none while fresh messages wait, half
+// of it while the live queues keep up, all of it once they are empty), and
+// only while it has free slots (Config.Connections): it never holds more
+// messages than it can run. For each message it applies the age checks
+// (older than its tenant's drop age, Config.TenantDropAge, or DropAge:
+// dropped; older than BacklogAge: moved to the backlog queue) and the
+// Limiter (a tenant over its rate or concurrency: moved to the overflow
+// queue with a delay), then runs the Handler under a heartbeat and applies
+// the outcome:
 //
 //   - success (nil, or 2xx from the application): deleted, in
 //     DeleteMessageBatch calls of up to ten; the tenant's backlog counter

@@ -340,8 +340,8 @@ func TestRetryAfterBeyondDelayLimit(t *testing.T) {
 }
 
 // TestAgeChecks: a message older than drop_age is dropped; one older than
-// backlog_age goes to the backlog queue and is worked from there once the
-// live queues are caught up, its move not counted as an attempt.
+// backlog_age goes to the backlog queue and is worked from there after
+// the fresh one, its move not counted as an attempt.
 func TestAgeChecks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, names := setup(t, "memory")
