@@ -166,10 +166,13 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	}
 	batch := false // in batch mode: counted in w.batchLoops
 	setBatch := func(b bool) {
-		if b != batch {
-			w.batchLoops.Add(map[bool]int64{true: 1, false: -1}[b])
-			batch = b
+		switch {
+		case b && !batch:
+			w.batchLoops.Add(1)
+		case !b && batch:
+			w.batchLoops.Add(-1)
 		}
+		batch = b
 	}
 	defer setBatch(false)
 	setBatch(p.extra)
