@@ -142,17 +142,16 @@ func (s *Server) account(ctx context.Context, items []sendItem, results []sendRe
 	}
 	// The counts are estimates that reconciliation corrects, and the
 	// callers of this batch wait for them: while Redis is resting after a
-	// failure they are skipped, and each call is short, so that a
-	// partitioned Redis delays no 202 by more than backlogAddTimeout once
-	// per cooldown.
-	if s.cfg.Backlog == nil || s.backlog.resting() {
+	// failure they are skipped, and the calls of a batch share one short
+	// deadline, so that a partitioned Redis delays no 202 by more than
+	// backlogAddTimeout once per cooldown.
+	if s.cfg.Backlog == nil || s.backlog.resting() || n == 0 {
 		return
 	}
+	addCtx, cancel := context.WithTimeout(ctx, backlogAddTimeout)
+	defer cancel()
 	for j := range n {
-		addCtx, cancel := context.WithTimeout(ctx, backlogAddTimeout)
-		err := s.cfg.Backlog.Add(addCtx, tenants[j], counts[j])
-		cancel()
-		if err != nil {
+		if err := s.cfg.Backlog.Add(addCtx, tenants[j], counts[j]); err != nil {
 			_ = s.backlog.failed(ctx, err) // logs once per outage; sends never fail closed on a count
 			return
 		}
@@ -160,7 +159,7 @@ func (s *Server) account(ctx context.Context, items []sendItem, results []sendRe
 	s.backlog.ok(ctx)
 }
 
-// backlogAddTimeout bounds one backlog count after a send.
+// backlogAddTimeout bounds the backlog counts of one batch after its send.
 const backlogAddTimeout = 250 * time.Millisecond
 
 func contains(s []int, v int) bool {
