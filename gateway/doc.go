@@ -61,19 +61,20 @@
 // whose queue has no SendMessageBatch call under way is sent at once (its
 // flush first yields the processor once, so that handlers already
 // runnable join it); messages that arrive while a call is under way
-// gather for the next call. So a lone message waits for nothing, and the
-// calls per message fall as the load rises and as the calls slow down:
+// gather for the next call, which goes when that call returns, when
+// full, or BatchWindow (2 ms) after its first message. So a lone message
+// waits for nothing, and the calls per message fall as the load rises:
 // with messages arriving at λ a second for one queue and calls taking L,
-// a call carries about 1 + λ·L of them (at most ten). BatchWindow (2 ms)
-// bounds how long a message waits behind a slow call before its own
-// batch goes anyway. At 1,000 messages/s spread over 8 queues (λ = 125/s
-// per queue) single messages share few calls unless L is long; the batch
-// endpoint puts a request's messages for one queue in one call
-// (Batcher.SubmitAll), which is how callers who care about cost send.
-// The earlier design waited BatchWindow after every first message: it
-// saved about a fifth of the calls of sparse single messages and cost
-// every message up to 2 ms, and under load it capped a connection's
-// throughput at one request per window.
+// a call carries about 1 + λ·min(L, BatchWindow) of them (at most ten),
+// and many concurrent callers fill calls of ten. At 1,000 single
+// messages/s spread over 8 queues (λ = 125/s per queue) most messages
+// find their queue idle and go alone; the batch endpoint puts a
+// request's messages for one queue in one call (Batcher.SubmitAll),
+// which is how callers who care about cost send.
+// The earlier design waited BatchWindow after every first message: at
+// 1,000 single messages/s it made about 0.1–0.15 fewer calls per message
+// (BENCHMARKS.md), cost every message up to 2 ms, and under load held a
+// connection to little more than one request per window.
 //
 // # Faults
 //

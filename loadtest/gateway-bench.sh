@@ -3,7 +3,7 @@
 # backend) against a bare net/http handler answering 202, on this machine in
 # the same run, then fairq's p99 at half its measured throughput.
 #
-#   loadtest/gateway-bench.sh            # DURATION=15s CONNS=64 by default
+#   loadtest/gateway-bench.sh            # DURATION=15s CONNS=64 ROUNDS=2 by default
 #
 # Needs wrk (apt-get install wrk). The latency at half load is measured
 # with loadtest/rate, an open-loop generator (a fixed schedule, latency
@@ -52,7 +52,7 @@ rps() { awk '/Requests\/sec/ {print $2}'; }
 run_wrk() { wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s loadtest/wrk/enqueue.lua "$1" | tee -a "$OUT/wrk.txt"; }
 : > "$OUT/wrk.txt"; : > "$OUT/latency.txt"
 declare -a base_r fairq_r
-for round in 1 2; do
+for round in $(seq "${ROUNDS:-2}"); do
   echo "== round $round: baseline" | tee -a "$OUT/wrk.txt"
   base_r+=("$(run_wrk http://127.0.0.1:18090 | rps)")
   echo "== round $round: fairq dev" | tee -a "$OUT/wrk.txt"
