@@ -39,12 +39,12 @@ import (
 // a loop does not hold slots that other loops could use for messages its
 // queue does not have; it waits until it can reserve a batch of that size
 // or of Connections/10 slots (at least 1) if fewer, so that a busy worker
-// receives in full batches. After a receive that brought more than one
-// message but fewer than it had slots for, it pauses for
-// Config.ReceiveWindow first, so that messages arriving at a steady rate
-// gather into fuller batches; after a single message it does not, since a
-// queue that brings one message at a time gains nothing from the wait but
-// its latency.
+// receives in full batches. After a receive that brought fewer messages
+// than it had slots for, it pauses for Config.ReceiveWindow first, so that
+// messages arriving at a steady rate gather into fuller batches, if they
+// come faster than one per window: the receive brought more than one, or
+// its one within the window. A slower queue gains nothing from the pause
+// but its latency.
 //
 // Slots go to live loops first. The overflow loop is served from what the
 // live loops leave, but only until it has waited overflowPatience in all
@@ -218,6 +218,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		msgs, err := w.cfg.Backend.Receive(ctx, p.queue, queue.ReceiveOptions{
 			Max: n, Wait: wait, Visibility: w.cfg.VisibilityTimeout,
 		})
+		took := w.cfg.NowFunc().Sub(received)
 		release(n - len(msgs))
 		if watching {
 			w.watching.Add(-1)
@@ -275,7 +276,10 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			fulls = 0
 			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true, patience: p.patience})
 		}
-		if batch && len(msgs) > 1 && len(msgs) < n && w.cfg.ReceiveWindow > 0 && sleep(ctx, w.cfg.ReceiveWindow) != nil {
+		// A queue bringing messages faster than one per window gathers
+		// them for the next receive; a slower one is received at once.
+		busy := len(msgs) > 1 || took < w.cfg.ReceiveWindow
+		if batch && busy && len(msgs) < n && w.cfg.ReceiveWindow > 0 && sleep(ctx, w.cfg.ReceiveWindow) != nil {
 			return
 		}
 		setBatch(true)

@@ -111,12 +111,13 @@ type Config struct {
 	// for others to share its batch call.
 	BatchWindow time.Duration
 	// ReceiveWindow is how long a receive loop pauses after a receive
-	// that brought more than one message but fewer than it asked for, so
-	// that messages arriving at a steady rate gather into fuller batches:
-	// fewer receives per message, at the price of up to this much latency
-	// on a queue that is already busy (the first message on an idle
-	// queue, and a queue bringing one message at a time, are received at
-	// once). Negative turns it off.
+	// that brought fewer messages than it asked for, on a queue whose
+	// messages come faster than one per window (the receive brought more
+	// than one, or its one within the window), so that they gather into
+	// fuller batches: fewer receives per message, at the price of up to
+	// this much latency on a queue that is already busy (the first
+	// message on an idle queue, and those of a queue slower than that,
+	// are received at once). Negative turns it off.
 	ReceiveWindow time.Duration
 	// BackoffBase is the backoff after a first failure, before jitter;
 	// it doubles with each attempt up to ErrorVisibilityTimeout.
