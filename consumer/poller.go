@@ -41,10 +41,10 @@ import (
 // or of Connections/10 slots (at least 1) if fewer, so that a busy worker
 // receives in full batches. After a receive that brought fewer messages
 // than it had slots for, it pauses for Config.ReceiveWindow first, so that
-// messages arriving at a steady rate gather into fuller batches, if they
-// come faster than one per window: the receive brought more than one, or
-// its one within the window. A slower queue gains nothing from the pause
-// but its latency.
+// messages arriving at a steady rate gather into fuller batches, if at the
+// rate they came since its previous receive the window gathers at least
+// gatherMin of them: a slower queue would gain little from the pause, and
+// every tenant on it would pay its latency.
 //
 // Slots go to live loops first. The overflow loop is served from what the
 // live loops leave, but only until it has waited overflowPatience in all
@@ -79,6 +79,10 @@ import (
 // just had messages, so that a queue that has emptied gives its reserved
 // slots back soon.
 const batchWait = time.Second
+
+// gatherMin is the number of messages the receive window must be expected
+// to gather for a loop to pause for it.
+const gatherMin = 2
 
 // glancePause is how long a loop watching an empty queue pauses, holding no
 // slot, after a short poll made because slots were scarce while other
@@ -177,8 +181,10 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	defer setBatch(false)
 	setBatch(p.extra)
 	failures := 0
-	fulls, partials := 0, 0 // consecutive full and not-full receives
-	got := queue.MaxBatch   // messages of the latest receive
+	fulls, partials := 0, 0  // consecutive full and not-full receives
+	got := queue.MaxBatch    // messages of the latest receive
+	var lastReturn time.Time // when the latest receive returned
+	var rate float64         // messages a second the latest receive brought, since the one before
 	first := true
 	for ctx.Err() == nil {
 		need, most := 1, 1
@@ -189,7 +195,10 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			wait, first = min(wait, batchWait), false
 		}
 		if batch {
-			most = min(queue.MaxBatch, max(2, 2*got))
+			// Twice what the latest receive brought, or what the window
+			// gathers at the queue's rate: room to grow, but no slots
+			// held for messages the queue does not have.
+			most = min(queue.MaxBatch, max(2, 2*got, int(2*rate*w.cfg.ReceiveWindow.Seconds())))
 			need = min(w.batchNeed, most)
 			wait = min(wait, batchWait)
 		}
@@ -218,7 +227,15 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 		msgs, err := w.cfg.Backend.Receive(ctx, p.queue, queue.ReceiveOptions{
 			Max: n, Wait: wait, Visibility: w.cfg.VisibilityTimeout,
 		})
-		took := w.cfg.NowFunc().Sub(received)
+		returned := w.cfg.NowFunc()
+		since := returned.Sub(lastReturn) // the cycle these messages arrived in
+		if lastReturn.IsZero() {
+			since = returned.Sub(received)
+		}
+		lastReturn = returned
+		if since > 0 {
+			rate = float64(len(msgs)) / since.Seconds()
+		}
 		release(n - len(msgs))
 		if watching {
 			w.watching.Add(-1)
@@ -276,14 +293,20 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			fulls = 0
 			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true, patience: p.patience})
 		}
-		// A queue bringing messages faster than one per window gathers
-		// them for the next receive; a slower one is received at once.
-		busy := len(msgs) > 1 || took < w.cfg.ReceiveWindow
-		if batch && busy && len(msgs) < n && w.cfg.ReceiveWindow > 0 && sleep(ctx, w.cfg.ReceiveWindow) != nil {
+		if batch && len(msgs) < n && w.gathers(rate) && sleep(ctx, w.cfg.ReceiveWindow) != nil {
 			return
 		}
 		setBatch(true)
 	}
+}
+
+// gathers reports whether a loop on a queue bringing rate messages a
+// second should pause for the receive window before its next receive:
+// when the window gathers at least gatherMin messages at that rate, so
+// that the pause at least halves the receives. On a slower queue the pause
+// would save little and only add latency, to every tenant of the queue.
+func (w *Worker) gathers(rate float64) bool {
+	return w.cfg.ReceiveWindow > 0 && rate*w.cfg.ReceiveWindow.Seconds() >= gatherMin
 }
 
 // reserve reserves slots for a receive of loop p and returns how many, the

@@ -347,3 +347,47 @@ func TestFewSlotsManyQueues(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiveWindowOnBusyQueuesOnly: a queue fast enough for the receive
+// window to gather two messages or more is received in batches, fewer
+// receives than messages; a slower one is received at once, so that its
+// messages do not wait out the window.
+func TestReceiveWindowOnBusyQueuesOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		reg := prometheus.NewRegistry()
+		var mu sync.Mutex
+		worst := map[string]time.Duration{}
+		start(t, consumer.Config{
+			Backend: b, Names: names, Registerer: reg, Connections: 50, ReceiveWindow: 50 * time.Millisecond,
+			Handler: consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+				mu.Lock()
+				worst[m.Body] = max(worst[m.Body], time.Since(m.EnqueuedAt))
+				mu.Unlock()
+				return nil
+			}),
+		})
+		// 10 s: 25 a second on the slow queue, 200 on the busy one.
+		for tick := range 2000 {
+			send(t, b, names.Live[1], msg{body: "busy"})
+			if tick%8 == 0 {
+				send(t, b, names.Live[0], msg{body: "slow"})
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		slow := metric(t, reg, "fairq_worker_receives_total", "queue", names.Live[0])
+		busy := metric(t, reg, "fairq_worker_receives_total", "queue", names.Live[1])
+		mu.Lock()
+		defer mu.Unlock()
+		if worst["slow"] > 5*time.Millisecond {
+			t.Errorf("a message of the slow queue waited %v, want it received at once", worst["slow"])
+		}
+		if busy > 2000/4 {
+			t.Errorf("%v receives for the busy queue's 2000 messages, want batches of four or more", busy)
+		}
+		t.Logf("slow queue: %v receives for 250 messages, worst wait %v; busy queue: %v receives for 2000, worst wait %v",
+			slow, worst["slow"], busy, worst["busy"])
+	})
+}

@@ -112,12 +112,12 @@ type Config struct {
 	BatchWindow time.Duration
 	// ReceiveWindow is how long a receive loop pauses after a receive
 	// that brought fewer messages than it asked for, on a queue whose
-	// messages come faster than one per window (the receive brought more
-	// than one, or its one within the window), so that they gather into
-	// fuller batches: fewer receives per message, at the price of up to
-	// this much latency on a queue that is already busy (the first
-	// message on an idle queue, and those of a queue slower than that,
-	// are received at once). Negative turns it off.
+	// messages come fast enough for the window to gather two or more
+	// (40 a second at the default), so that they gather into fuller
+	// batches: fewer receives per message, at the price of up to this
+	// much latency on a queue that is already busy (the first message on
+	// an idle queue, and those of a slower queue, are received at once).
+	// Negative turns it off.
 	ReceiveWindow time.Duration
 	// BackoffBase is the backoff after a first failure, before jitter;
 	// it doubles with each attempt up to ErrorVisibilityTimeout.
