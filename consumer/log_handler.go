@@ -25,6 +25,9 @@ func NewLogHandler(logger *slog.Logger) *LogHandler {
 
 // Handle logs m at level Info.
 func (h *LogHandler) Handle(ctx context.Context, m *Message) error {
+	if !h.log.Enabled(ctx, slog.LevelInfo) {
+		return nil // not even the attributes, under load at log.level warn
+	}
 	attrs := []slog.Attr{
 		slog.String("tenant", m.Tenant),
 		slog.String("id", m.ID),
