@@ -123,6 +123,7 @@ type Limiter struct {
 	pacer    *throttle.Pacer // turns of messages spilled for rate
 	waiting  *throttle.Pacer // turns of messages spilled for concurrency
 	jobs     *durations
+	fresh    *fresh
 	labels   *labels
 	metrics  *metrics
 }
@@ -146,6 +147,7 @@ func New(cfg Config) (*Limiter, error) {
 		pacer:    throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		waiting:  throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		jobs:     newDurations(cfg.NowFunc()),
+		fresh:    newFresh(cfg.NowFunc()),
 		labels:   newLabels(cfg.MaxTenantLabels),
 		metrics:  m,
 	}, nil
@@ -165,8 +167,15 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 
 	// Concurrency first: a slot taken and given back costs nothing, while
 	// a token taken for a message that then cannot run would be lost.
+	// Old work yields to fresh work of the same tenant, while there is any.
+	yield := false
+	if now := l.cfg.NowFunc(); m.Backlog {
+		yield = l.fresh.recent(id, now)
+	} else {
+		l.fresh.mark(id, now)
+	}
 	concurrency := lim.Concurrency
-	if m.Backlog {
+	if yield {
 		concurrency = max(1, concurrency/2)
 	}
 	permit, ok, err := l.cfg.Semaphore.TryAcquire(ctx, concurrencyKey(id), concurrency)
@@ -176,7 +185,7 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	if !ok {
 		return l.spill(label, ReasonConcurrency, l.concurrencyWait(id, lim.Concurrency)), nil
 	}
-	if m.Backlog {
+	if yield {
 		half := throttle.Limit{Rate: lim.ProcessRate / 2, Burst: max(1, lim.ProcessBurst/2)}
 		if v, err := l.rate(ctx, label, id, backlogKey(id), half); err != nil || v.Action != consumer.Dispatch {
 			permit.Release()

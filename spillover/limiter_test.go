@@ -202,6 +202,55 @@ func TestLimiterVerdicts(t *testing.T) {
 			},
 		},
 		{
+			name:    "while fresh work comes, old work takes at most half of the concurrency",
+			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 4)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: spill("concurrency", 2500*ms)},
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("concurrency", 2500*ms)},
+			},
+		},
+		{
+			name:    "with no fresh work for 5 s, old work has the whole concurrency",
+			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 4)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{done: 1},
+				{advance: 6 * time.Second, tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: spill("concurrency", 2500*ms)},
+			},
+		},
+		{
+			name:    "while fresh work comes, old work takes at most half of the rate",
+			tenants: map[string]config.Limits{"acme": limits(10, 4, 100)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: spill("rate", 200*ms)}, // its own turn at 5 a second
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("rate", 100*ms)},
+				{advance: 200 * ms, tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", want: dispatch},
+			},
+		},
+		{
+			name:    "a tenant of concurrency 1 still works its old messages",
+			tenants: map[string]config.Limits{"acme": limits(10, 10, 1)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{done: 1},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", want: spill("concurrency", 2500*ms)},
+			},
+		},
+		{
 			name: "tenants are apart",
 			tenants: map[string]config.Limits{
 				"acme": limits(1, 1, 1),
