@@ -30,7 +30,7 @@ func (r Resolved) Limits() Limits {
 		Concurrency:  &r.Concurrency,
 		SoftBacklog:  &r.SoftBacklog,
 		MaxBacklog:   &r.MaxBacklog,
-		DropAge:      ptrTo(Duration(r.DropAge)),
+		DropAge:      new(Duration(r.DropAge)),
 	}
 }
 
@@ -103,5 +103,3 @@ func (c Config) checkLimits(p *problems, prefix string, l Limits) {
 		}
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -159,14 +159,10 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	}
 	defer w.contenders.Add(-1) // added by spawn
 
-	if p.class == classBacklog {
-		// Not a contender until the live loops have had their first turn.
-		w.contenders.Add(-1)
-		err := w.live.waitPolled(ctx)
-		w.contenders.Add(1)
-		if err != nil {
-			return
-		}
+	// The backlog loop is not a contender until the live loops have had
+	// their first turn.
+	if p.class == classBacklog && w.aside(func() error { return w.live.waitPolled(ctx) }) != nil {
+		return
 	}
 	batch := false // in batch mode: counted in w.batchLoops
 	setBatch := func(b bool) {
@@ -266,13 +262,8 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			setBatch(false)
 			fulls, partials = 0, 0
 			p.patience = overflowPatience // drained: behind the live loops again
-			if glance {
-				w.contenders.Add(-1)
-				err := sleep(ctx, glancePause)
-				w.contenders.Add(1)
-				if err != nil {
-					return
-				}
+			if glance && w.aside(func() error { return sleep(ctx, glancePause) }) != nil {
+				return
 			}
 			continue
 		}
@@ -300,6 +291,15 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 	}
 }
 
+// aside runs f with the calling loop not counted as a contender for slots:
+// while it waits for something else than slots, or for slots no other
+// loop wants.
+func (w *Worker) aside(f func() error) error {
+	w.contenders.Add(-1)
+	defer w.contenders.Add(1)
+	return f()
+}
+
 // gathers reports whether a loop on a queue bringing rate messages a
 // second should pause for the receive window before its next receive:
 // when the window gathers at least gatherMin messages at that rate, so
@@ -317,7 +317,7 @@ func (w *Worker) gathers(rate float64) bool {
 func (w *Worker) reserve(ctx context.Context, p *poller, batch bool, need, most int) (int, prio, func(int), error) {
 	if p.class == classBacklog {
 		if w.live.backlogShare() != shareAll {
-			w.contenders.Add(-1)
+			w.contenders.Add(-1) // as aside does
 			defer w.contenders.Add(1)
 		}
 		n, err := w.slots.acquireSpare(ctx, prioIdle, need, most, w.live.backlogShare)

@@ -1,9 +1,6 @@
 package spillover
 
-import (
-	"sync"
-	"time"
-)
+import "time"
 
 // durationsAlpha is the weight of the latest job in a tenant's mean job
 // time: about the last ten jobs count.
@@ -15,47 +12,24 @@ const durationsForget = 10 * time.Minute
 // durations keeps each tenant's mean job time, a moving average of the
 // jobs this worker ran, to estimate how fast its concurrency slots free
 // up.
-type durations struct {
-	mu        sync.Mutex
-	mean      map[string]tenantMean
-	lastSweep time.Time
-}
+type durations struct{ mean *perTenant[time.Duration] }
 
-type tenantMean struct {
-	mean time.Duration
-	at   time.Time
-}
-
-func newDurations(now time.Time) *durations {
-	return &durations{mean: make(map[string]tenantMean), lastSweep: now}
+func newDurations(now time.Time) durations {
+	return durations{newPerTenant[time.Duration](durationsForget, now)}
 }
 
 // observe records that a job of tenant took d.
-func (ds *durations) observe(tenant string, d time.Duration, now time.Time) {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if now.Sub(ds.lastSweep) >= time.Minute {
-		ds.lastSweep = now
-		for k, m := range ds.mean {
-			if now.Sub(m.at) > durationsForget {
-				delete(ds.mean, k)
-			}
+func (ds durations) observe(tenant string, d time.Duration, now time.Time) {
+	ds.mean.update(tenant, now, func(mean time.Duration, ok bool) time.Duration {
+		if !ok {
+			return d
 		}
-	}
-	m, ok := ds.mean[tenant]
-	if !ok {
-		m.mean = d
-	} else {
-		m.mean += time.Duration(durationsAlpha * float64(d-m.mean))
-	}
-	m.at = now
-	ds.mean[tenant] = m
+		return mean + time.Duration(durationsAlpha*float64(d-mean))
+	})
 }
 
 // of returns the mean job time of tenant, and false if none is known.
-func (ds *durations) of(tenant string) (time.Duration, bool) {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	m, ok := ds.mean[tenant]
-	return m.mean, ok && m.mean > 0
+func (ds durations) of(tenant string) (time.Duration, bool) {
+	mean, _, ok := ds.mean.get(tenant)
+	return mean, ok && mean > 0
 }

@@ -122,8 +122,8 @@ type Limiter struct {
 	defaults config.Resolved
 	pacer    *throttle.Pacer // turns of messages spilled for rate
 	waiting  *throttle.Pacer // turns of messages spilled for concurrency
-	jobs     *durations
-	fresh    *fresh
+	jobs     durations
+	fresh    fresh
 	labels   *labels
 	metrics  *metrics
 }
