@@ -21,6 +21,13 @@ const (
 type Meta struct {
 	// EnqueuedAt is when the gateway accepted the message, unix ms.
 	EnqueuedAt int64 `json:"t"`
+	// ID is the message's identity from the gateway's 202 on: the same on
+	// every copy of the message, whichever queue it moved to and however
+	// often a send was tried, so that deliveries carry it as
+	// X-Aws-Sqsd-Msgid and duplicates can be recognised. Empty for a
+	// message fairq did not enqueue until its first move, which takes the
+	// queue's message id.
+	ID string `json:"i,omitempty"`
 	// Attempts counts deliveries before the message's current queue;
 	// SQS's receive count restarts on a move, so the total is Attempts plus
 	// the current ApproximateReceiveCount.
@@ -38,6 +45,19 @@ type Meta struct {
 	// then a worker that receives it sends it back, delayed, without
 	// running it or counting an attempt. Zero: no such wait.
 	NotBefore int64 `json:"n,omitempty"`
+	// FirstReceivedAt, unix ms, is when a worker first received the
+	// message, on whichever queue: kept across moves, whose copies SQS
+	// counts as new messages. Zero until the first move.
+	FirstReceivedAt int64 `json:"f,omitempty"`
+}
+
+// FirstReceived returns FirstReceivedAt as a time; the zero time when
+// unset.
+func (m Meta) FirstReceived() time.Time {
+	if m.FirstReceivedAt == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(m.FirstReceivedAt)
 }
 
 // NotBeforeTime returns NotBefore as a time; the zero time when unset.
@@ -56,7 +76,7 @@ func (m Meta) Enqueued() time.Time { return time.UnixMilli(m.EnqueuedAt) }
 // encoding/json would write, built by hand because every message carries
 // one.
 func (m Meta) Encode() string {
-	var buf [160]byte // most values fit: one allocation, the string's
+	var buf [192]byte // most values fit: one allocation, the string's
 	return string(m.AppendEncode(buf[:0]))
 }
 
@@ -65,6 +85,7 @@ func (m Meta) Encode() string {
 func (m Meta) AppendEncode(b []byte) []byte {
 	b = append(b, `{"t":`...)
 	b = strconv.AppendInt(b, m.EnqueuedAt, 10)
+	b = appendField(b, "i", m.ID)
 	if m.Attempts != 0 {
 		b = append(b, `,"a":`...)
 		b = strconv.AppendInt(b, int64(m.Attempts), 10)
@@ -76,6 +97,10 @@ func (m Meta) AppendEncode(b []byte) []byte {
 	if m.NotBefore != 0 {
 		b = append(b, `,"n":`...)
 		b = strconv.AppendInt(b, m.NotBefore, 10)
+	}
+	if m.FirstReceivedAt != 0 {
+		b = append(b, `,"f":`...)
+		b = strconv.AppendInt(b, m.FirstReceivedAt, 10)
 	}
 	return append(b, '}')
 }
@@ -158,7 +183,7 @@ func decodeFast(s string) (Meta, bool) {
 		return m, false
 	}
 	s = s[1 : len(s)-1]
-	var seen [7]bool
+	var seen [9]bool
 	for first := true; s != ""; first = false {
 		if !first {
 			if s[0] != ',' {
@@ -178,7 +203,7 @@ func decodeFast(s string) (Meta, bool) {
 		}
 		seen[idx] = true
 		switch key {
-		case 't', 'a', 'n':
+		case 't', 'a', 'n', 'f':
 			end := 0
 			for end < len(s) && (s[end] == '-' || s[end] >= '0' && s[end] <= '9') {
 				end++
@@ -192,6 +217,8 @@ func decodeFast(s string) (Meta, bool) {
 				m.EnqueuedAt = n
 			case 'n':
 				m.NotBefore = n
+			case 'f':
+				m.FirstReceivedAt = n
 			default:
 				if int64(int(n)) != n {
 					return m, false
@@ -205,6 +232,8 @@ func decodeFast(s string) (Meta, bool) {
 				return m, false
 			}
 			switch key {
+			case 'i':
+				m.ID = v
 			case 'r':
 				m.RequestID = v
 			case 'k':
@@ -236,6 +265,10 @@ func keyIndex(k byte) int {
 		return 5
 	case 'n':
 		return 6
+	case 'i':
+		return 7
+	case 'f':
+		return 8
 	}
 	return -1
 }

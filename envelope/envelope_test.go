@@ -2,7 +2,11 @@ package envelope
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -14,7 +18,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	}{
 		{"zero", Meta{}},
 		{"time only", Meta{EnqueuedAt: 1795256386120}},
-		{"all fields", Meta{EnqueuedAt: 1, Attempts: 3, RequestID: "req-1", IdempotencyKey: "order-42", Origin: "fairq-live-03", LastError: "status 500", NotBefore: 1795256387120}},
+		{"all fields", Meta{EnqueuedAt: 1, ID: "0190b3c4-7a1e-7c3d-9f00-5a6b7c8d9e0f", Attempts: 3, RequestID: "req-1", IdempotencyKey: "order-42", Origin: "fairq-live-03", LastError: "status 500", NotBefore: 1795256387120, FirstReceivedAt: 1795256386200}},
 		{"not before only", Meta{NotBefore: 9}},
 		{"negative", Meta{EnqueuedAt: -5, Attempts: -1, NotBefore: -7}},
 		{"escapes", Meta{LastError: "\"quoted\" \\ back\nslash\t\x01", RequestID: "ünï©ødé 🚀"}},
@@ -56,8 +60,9 @@ func TestDecode(t *testing.T) {
 		want    Meta
 		wantErr bool
 	}{
-		{name: "encoded", in: `{"t":17,"a":2,"r":"r1","k":"k1","q":"fairq-live-00","e":"boom","n":1795256387120}`,
-			want: Meta{EnqueuedAt: 17, Attempts: 2, RequestID: "r1", IdempotencyKey: "k1", Origin: "fairq-live-00", LastError: "boom", NotBefore: 1795256387120}},
+		{name: "encoded", in: `{"t":17,"i":"id-1","a":2,"r":"r1","k":"k1","q":"fairq-live-00","e":"boom","n":1795256387120,"f":18}`,
+			want: Meta{EnqueuedAt: 17, ID: "id-1", Attempts: 2, RequestID: "r1", IdempotencyKey: "k1", Origin: "fairq-live-00", LastError: "boom", NotBefore: 1795256387120, FirstReceivedAt: 18}},
+		{name: "written before ids existed", in: `{"t":17,"a":2,"q":"fairq-live-00"}`, want: Meta{EnqueuedAt: 17, Attempts: 2, Origin: "fairq-live-00"}},
 		{name: "written before not-before existed", in: `{"t":17,"a":2}`, want: Meta{EnqueuedAt: 17, Attempts: 2}},
 		{name: "not before first", in: `{"n":5,"t":1}`, want: Meta{EnqueuedAt: 1, NotBefore: 5}},
 		{name: "not before twice", in: `{"t":1,"n":5,"n":6}`, want: Meta{EnqueuedAt: 1, NotBefore: 6}},
@@ -168,10 +173,10 @@ func BenchmarkAppendEncode(b *testing.B) {
 
 // FuzzEncode checks that Encode writes what encoding/json writes.
 func FuzzEncode(f *testing.F) {
-	f.Add(int64(1795256386120), 1, "req", "key", "fairq-live-00", "status 500\n", int64(0))
-	f.Add(int64(-1), 0, "\xff\u2028", "", "", "\"\\", int64(1795256387120))
-	f.Fuzz(func(t *testing.T, at int64, attempts int, r, k, q, e string, notBefore int64) {
-		m := Meta{EnqueuedAt: at, Attempts: attempts, RequestID: r, IdempotencyKey: k, Origin: q, LastError: e, NotBefore: notBefore}
+	f.Add(int64(1795256386120), "0190b3c4-7a1e-7c3d-9f00-5a6b7c8d9e0f", 1, "req", "key", "fairq-live-00", "status 500\n", int64(0), int64(1795256386200))
+	f.Add(int64(-1), "", 0, "\xff\u2028", "", "", "\"\\", int64(1795256387120), int64(-3))
+	f.Fuzz(func(t *testing.T, at int64, id string, attempts int, r, k, q, e string, notBefore, firstReceived int64) {
+		m := Meta{EnqueuedAt: at, ID: id, Attempts: attempts, RequestID: r, IdempotencyKey: k, Origin: q, LastError: e, NotBefore: notBefore, FirstReceivedAt: firstReceived}
 		want, err := marshalNoHTML(m)
 		if err != nil {
 			t.Fatal(err)
@@ -202,5 +207,34 @@ func BenchmarkEncodeEncodingJSON(b *testing.B) {
 		if _, err := json.Marshal(m); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestNewID(t *testing.T) {
+	now := time.UnixMilli(1795256386120)
+	a, b := NewID(now), NewID(now)
+	if a == b {
+		t.Fatalf("two ids made at once are equal: %s", a)
+	}
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	for _, id := range []string{a, b} {
+		if len(id) != IDLength || !re.MatchString(id) {
+			t.Errorf("NewID() = %q, want a UUID version 7", id)
+		}
+	}
+	// The first 48 bits are the time in milliseconds.
+	if got, want := strings.ReplaceAll(a[:13], "-", ""), fmt.Sprintf("%012x", now.UnixMilli()); got != want {
+		t.Errorf("time part %s, want %s", got, want)
+	}
+	if later := NewID(now.Add(time.Millisecond)); later < a {
+		t.Errorf("an id made later sorts first: %s < %s", later, a)
+	}
+}
+
+func BenchmarkNewID(b *testing.B) {
+	b.ReportAllocs()
+	now := time.Now()
+	for b.Loop() {
+		_ = NewID(now)
 	}
 }
