@@ -151,7 +151,7 @@ func decodeLimits(w http.ResponseWriter, r *http.Request) (config.Limits, error)
 	if err := checkJSONContent(r); err != nil {
 		return l, err
 	}
-	data, err := readBody(w, r, maxAdminBody)
+	data, err := readSmallBody(w, r, maxAdminBody)
 	if err != nil {
 		return l, err
 	}
@@ -269,7 +269,7 @@ func (s *Server) handleRedrive(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		data, err := readBody(w, r, maxAdminBody)
+		data, err := readSmallBody(w, r, maxAdminBody)
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -69,7 +69,7 @@ func TestBatch(t *testing.T) {
 	for _, q := range f.names.Live {
 		msgs, _ := f.mem.Receive(t.Context(), q, receiveAll)
 		for _, m := range msgs {
-			bodies[m.ID] = m.Body
+			bodies[fairqID(t, m)] = m.Body
 			if m.Attributes[envelope.AttrTenant] != "acme" {
 				t.Errorf("message of tenant %q", m.Attributes[envelope.AttrTenant])
 			}
@@ -175,8 +175,11 @@ func TestBatchAdmission(t *testing.T) {
 func TestBatchIdempotency(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	_, first := f.batch(t, acmeKey, `{"body":"a","idempotency_key":"A"}`, `{"body":"a again","idempotency_key":"A"}`, `{"body":"b","idempotency_key":"B"}`, `{"body":"c"}`)
-	want := []entryResult{{Status: 202}, {Status: 200}, {Status: 202}, {Status: 202}}
+	_, first := f.batch(t, acmeKey, `{"body":"a","idempotency_key":"A"}`, `{"body":"a","idempotency_key":"A"}`, `{"body":"b","idempotency_key":"B"}`, `{"body":"c"}`,
+		`{"body":"a again","idempotency_key":"A"}`)
+	// A key repeated with the same message is answered once; with another
+	// message it is a misuse of the key.
+	want := []entryResult{{Status: 202}, {Status: 200}, {Status: 202}, {Status: 202}, {Status: 422, Code: "idempotency_key_reused"}}
 	if diff := cmp.Diff(want, brief(first)); diff != "" {
 		t.Fatalf("first batch (-want +got):\n%s", diff)
 	}

@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
 )
@@ -39,86 +37,263 @@ type accepted struct {
 	EnqueuedAt string `json:"enqueued_at"`
 }
 
-// handleEnqueue serves POST /v1/messages.
+// handleEnqueue serves POST /v1/messages: one message, through enqueue.
 func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 	t, err := s.authenticate(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, status, err := s.enqueueRequest(w, r, t)
+	es := [1]entry{}
+	es[0].msg, err = s.readMessage(w, r, t)
 	if err != nil {
 		s.reject(w, r, t, err)
 		return
 	}
-	writeAccepted(w, status, res)
+	d := s.enqueue(r.Context(), t, es[:], requestID(r.Context()), traceparentOf(r))
+	setRateLimitHeaders(w.Header(), d)
+	e := &es[0]
+	switch {
+	case e.err != nil:
+		s.reject(w, r, t, e.err)
+	case e.replay:
+		w.Header().Set(HeaderIdempotentReplayed, "true")
+		writeAccepted(w, http.StatusOK, e.res)
+	default:
+		writeAccepted(w, http.StatusAccepted, e.res)
+	}
 }
 
-func (s *Server) enqueueRequest(w http.ResponseWriter, r *http.Request, t tenant.Tenant) (accepted, int, error) {
+// readMessage reads and decodes the body of POST /v1/messages, after the
+// checks that need no body (see precheck).
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request, t tenant.Tenant) (message, error) {
 	if err := checkJSONContent(r); err != nil {
-		return accepted{}, 0, err
+		return message{}, err
 	}
-	bp := bodyBuffers.Get().(*[]byte)
-	data, err := appendBody((*bp)[:0], w, r, 3*int64(s.cfg.MaxMessageSize)+bodySlack)
-	var msg message
-	if err == nil {
-		msg, err = decodeMessage(data, false) // keeps nothing of data
-	}
-	putBodyBuffer(bp, data)
-	if err != nil {
-		return accepted{}, 0, err
-	}
+	var key string
 	if k, ok := r.Header[HeaderIdempotencyKey]; ok {
 		if len(k) != 1 {
-			return accepted{}, 0, errorf(CodeInvalidRequest, "send one Idempotency-Key header, not %d", len(k))
+			return message{}, errorf(CodeInvalidRequest, "send one Idempotency-Key header, not %d", len(k))
 		}
 		if err := checkIdempotencyKey(k[0]); err != nil {
-			return accepted{}, 0, errorf(CodeInvalidRequest, "Idempotency-Key %s", err.Detail)
+			return message{}, errorf(CodeInvalidRequest, "Idempotency-Key %s", err.Detail)
 		}
-		msg.idempotencyKey = k[0]
+		key = k[0]
 	}
-	item, err := s.prepare(t, msg, requestID(r.Context()), traceparentOf(r))
+	if err := s.precheck(t); err != nil {
+		return message{}, err
+	}
+	data, done, err := s.readBody(w, r, t, 3*int64(s.cfg.MaxMessageSize)+bodySlack)
 	if err != nil {
-		return accepted{}, 0, err
+		return message{}, err
 	}
-	ctx := r.Context()
-	var h *held
-	if msg.idempotencyKey != "" {
-		first, claim, err := s.idemBegin(ctx, t.ID, msg.idempotencyKey)
+	msg, err := decodeMessage(data, false) // keeps nothing of data
+	done()
+	msg.idempotencyKey = key
+	return msg, err
+}
+
+// precheck refuses, before the body is read, a request that would be
+// refused anyway: its tenant was refused admission moments ago and no
+// token has come back since, or the queue backend is known to be down.
+func (s *Server) precheck(t tenant.Tenant) error {
+	if err := s.refused.check(t.ID, s.cfg.Now()); err != nil {
+		s.m.prechecked.WithLabelValues(string(err.Code)).Inc()
+		return err
+	}
+	if s.backend.isDown() {
+		s.m.prechecked.WithLabelValues(string(CodeUnavailable)).Inc()
+		return &Error{Code: CodeUnavailable, Detail: "the queue service is unreachable; retry", RetryAfter: probeEvery}
+	}
+	return nil
+}
+
+// entry is one message on its way through enqueue.
+type entry struct {
+	msg message
+	// err is the message's refusal or failure; once set, the message goes
+	// no further.
+	err error
+	// uncertain marks an err of a send that may still have reached the
+	// queue (a timeout): its idempotency key keeps the message's id.
+	uncertain bool
+	fp        string // fingerprint of the message, when it has an idempotency key
+	item      sendItem
+	hold      *held // the idempotency key this entry owns
+	// replay is set when res is the answer of an earlier request with
+	// the same idempotency key.
+	replay bool
+	// dupOf is 1 + the index of an earlier entry of the batch with the
+	// same idempotency key, which answers for this one; 0: none.
+	dupOf int
+	res   accepted
+}
+
+// waiting reports whether the entry is still to be sent.
+func (e *entry) waiting() bool { return e.err == nil && !e.replay && e.dupOf == 0 }
+
+// enqueue takes messages of one tenant (one for POST /v1/messages, up to
+// MaxBatchMessages for a batch) through the steps every message takes, in
+// order: prepare (attributes, size, id), idempotency (a repeat answers the
+// first message; a key used twice in a batch is answered once),
+// admission for all of them at once, then submit all to the batcher, so
+// that those bound for one queue share its calls, and await SQS's answer.
+// An entry whose err is set on the way in (it failed to decode) is left
+// as it is. It returns the admission decision, for the RateLimit headers.
+func (s *Server) enqueue(ctx context.Context, t tenant.Tenant, es []entry, reqID, traceparent string) throttle.Decision {
+	for i := range es {
+		e := &es[i]
+		if e.err != nil {
+			continue
+		}
+		if e.msg.idempotencyKey != "" {
+			e.fp = idempotency.Fingerprint(e.msg.body, e.msg.attrs, e.msg.delay)
+		}
+		e.item, e.err = s.prepare(t, e.msg, reqID, traceparent)
+	}
+	s.claimKeys(ctx, t, es)
+	d := s.admitAll(ctx, t, es)
+	s.sendAll(t, es)
+	s.resolveKeys(ctx, es)
+	for i := range es {
+		if e := &es[i]; e.dupOf > 0 {
+			first := &es[e.dupOf-1]
+			e.err, e.res, e.replay = first.err, first.res, first.err == nil
+		}
+	}
+	return d
+}
+
+// claimKeys claims the idempotency keys of the entries that have one.
+func (s *Server) claimKeys(ctx context.Context, t tenant.Tenant, es []entry) {
+	var firstUse map[string]int
+	for i := range es {
+		e := &es[i]
+		if e.err != nil || e.msg.idempotencyKey == "" {
+			continue
+		}
+		if j, ok := firstUse[e.msg.idempotencyKey]; ok {
+			if es[j].fp != e.fp {
+				e.err = idemError(idempotency.Claim{Outcome: idempotency.Reused})
+			} else {
+				e.dupOf = j + 1
+			}
+			continue
+		}
+		if len(es) > 1 {
+			if firstUse == nil {
+				firstUse = make(map[string]int)
+			}
+			firstUse[e.msg.idempotencyKey] = i
+		}
+		c, h, err := s.idemClaim(ctx, t.ID, e.msg.idempotencyKey, e.fp, e.item.meta.ID)
 		switch {
 		case err != nil:
-			return accepted{}, 0, err
-		case first != nil:
-			var res accepted
-			if err := json.Unmarshal(first, &res); err != nil {
-				return accepted{}, 0, &Error{Code: CodeInternal, Detail: "internal error", Err: err}
+			e.err = err
+		case c.Outcome == idempotency.Owned:
+			e.hold = h
+			if c.ID != "" {
+				e.item.meta.ID = c.ID // an earlier attempt's, which may be on a queue already
 			}
-			w.Header().Set(HeaderIdempotentReplayed, "true")
+		case c.Outcome == idempotency.Done:
+			if err := json.Unmarshal(c.Answer, &e.res); err != nil {
+				e.err = &Error{Code: CodeInternal, Detail: "internal error", Err: err}
+				break
+			}
+			e.replay = true
 			s.m.replayed.WithLabelValues(s.m.labels.of(t.ID)).Inc()
-			return res, http.StatusOK, nil
+		default:
+			e.err = idemError(c)
 		}
-		h = claim
-		defer func() {
-			if h != nil {
-				s.idemEnd(ctx, h, nil) // not sent: a retry may try again
-			}
-		}()
 	}
-	d, _, err := s.admit(ctx, t, 1)
-	setRateLimitHeaders(w.Header(), d)
-	if err != nil {
-		return accepted{}, 0, err
+}
+
+// admitAll admits the entries still to be sent, all at once: the first
+// get the tokens, the rest are refused (rate_limited, or backlog_full
+// beyond what the backlog leaves room for). A refusal of all of them is
+// remembered for precheck.
+func (s *Server) admitAll(ctx context.Context, t tenant.Tenant, es []entry) throttle.Decision {
+	n := 0
+	for i := range es {
+		if es[i].waiting() {
+			n++
+		}
 	}
-	res, err := s.send(t, item)
-	if err != nil {
-		return accepted{}, 0, err
+	if n == 0 {
+		return throttle.Decision{}
 	}
-	if h != nil {
-		answer, _ := json.Marshal(res) // cannot fail: strings
-		s.idemEnd(ctx, h, answer)
-		h = nil
+	d, room, err := s.admit(ctx, t, n)
+	if e, ok := err.(*Error); ok && (e.Code == CodeRateLimited || e.Code == CodeBacklogFull) {
+		s.refused.note(t.ID, e, s.cfg.Now()) // nothing was admitted
 	}
-	return res, http.StatusAccepted, nil
+	k := 0
+	for i := range es {
+		e := &es[i]
+		if !e.waiting() {
+			continue
+		}
+		switch {
+		case err != nil:
+			e.err = err
+		case k >= room:
+			e.err = &Error{Code: CodeBacklogFull, RetryAfter: time.Second,
+				Detail: "tenant " + t.ID + " reached its max_backlog within this batch"}
+		case k >= d.Allowed:
+			e.err = rateLimited(t, d.Limit, d.RetryAfter)
+		}
+		k++
+	}
+	return d
+}
+
+// sendAll submits the admitted entries to the batcher at once and waits
+// for each one's answer.
+func (s *Server) sendAll(t tenant.Tenant, es []entry) {
+	var items []sendItem
+	var one [1]sendItem
+	if len(es) == 1 {
+		items = one[:0]
+	}
+	for i := range es {
+		if es[i].waiting() {
+			items = append(items, es[i].item)
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	ps := s.submitAll(t, items)
+	k := 0
+	for i := range es {
+		e := &es[i]
+		if !e.waiting() {
+			continue
+		}
+		e.res, e.uncertain, e.err = s.await(t, e.item, ps[k])
+		k++
+	}
+}
+
+// resolveKeys resolves the idempotency keys the entries hold: the answer
+// of a message sent, the key kept with its id if the send may have landed,
+// else forgotten.
+func (s *Server) resolveKeys(ctx context.Context, es []entry) {
+	for i := range es {
+		e := &es[i]
+		if e.hold == nil {
+			continue
+		}
+		switch {
+		case e.err == nil:
+			answer, _ := json.Marshal(e.res) // cannot fail: strings
+			s.idemResolve(ctx, e.hold, resolveComplete, answer)
+		case e.uncertain:
+			s.idemResolve(ctx, e.hold, resolveAbandon, nil)
+		default:
+			s.idemResolve(ctx, e.hold, resolveRelease, nil)
+		}
+		e.hold = nil
+	}
 }
 
 // reject answers an error for an authenticated tenant and counts it.
@@ -173,65 +348,6 @@ func checkJSONContent(r *http.Request) error {
 	return errorf(CodeUnsupportedMediaType, "Content-Type %s: want application/json", quoteName(ct))
 }
 
-// readBody reads the request body, refusing more than limit bytes.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	return appendBody(nil, w, r, limit)
-}
-
-// appendBody appends the request body to buf, refusing more than limit
-// bytes.
-func appendBody(buf []byte, w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, &http.MaxBytesError{Limit: limit}
-	}
-	if r.ContentLength > 0 {
-		buf = slices.Grow(buf, int(r.ContentLength)+1) // +1: room to read the end
-	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	for {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 512)
-		}
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		switch {
-		case err == io.EOF:
-			return buf, nil
-		case err != nil:
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return nil, err
-			}
-			return nil, &Error{Code: CodeInvalidRequest, Detail: "could not read the request body", Err: err}
-		}
-	}
-}
-
-// bodyBuffers holds the buffers request bodies are read into. A decoded
-// message keeps nothing of its body's buffer (its strings are copies), so
-// the buffer serves the next request.
-var bodyBuffers = sync.Pool{New: func() any {
-	b := make([]byte, 0, 4<<10)
-	return &b
-}}
-
-// maxPooledBody is the largest body buffer put back in bodyBuffers; larger
-// ones are left to the garbage collector, so that a few large requests do
-// not keep their memory.
-const maxPooledBody = 64 << 10
-
-// putBodyBuffer puts bp back in bodyBuffers, holding data's array if data
-// was read into it.
-func putBodyBuffer(bp *[]byte, data []byte) {
-	if data != nil {
-		if cap(data) > maxPooledBody {
-			return
-		}
-		*bp = data[:0]
-	}
-	bodyBuffers.Put(bp)
-}
-
 // prepare makes the queue entry of a message: the caller's attributes and
 // fairq's own (fairq-tenant from the key, never from the request), sized
 // as SQS counts it against MaxMessageSize. fairq-meta is sized with the
@@ -246,10 +362,10 @@ func (s *Server) prepare(t tenant.Tenant, msg message, reqID, traceparent string
 		attrs[envelope.AttrTraceparent] = traceparent
 	}
 	now := s.cfg.Now()
-	meta := envelope.Meta{EnqueuedAt: now.UnixMilli(), RequestID: reqID, IdempotencyKey: msg.idempotencyKey, Origin: s.longest}
+	meta := envelope.Meta{EnqueuedAt: now.UnixMilli(), ID: envelope.NewID(now), RequestID: reqID, IdempotencyKey: msg.idempotencyKey, Origin: s.longest}
 	// Sized now, with the longest queue name, and encoded once the queue
 	// is picked.
-	var buf [160]byte
+	var buf [256]byte
 	size := messageSize(msg.body, attrs) + len(envelope.AttrMeta) + len("String") + len(meta.AppendEncode(buf[:0]))
 	if size > s.cfg.MaxMessageSize {
 		return sendItem{}, errorf(CodeTooLarge, "message is %d bytes as SQS counts it (body and attributes), at most %d", size, s.cfg.MaxMessageSize)
@@ -333,38 +449,12 @@ func backlogWait(excess int64, rate float64) time.Duration {
 	return min(max(time.Duration(float64(excess)/rate*float64(time.Second)), time.Second), time.Hour)
 }
 
-// send picks the tenant's queue, sends the message through the batcher and
-// waits for SQS's answer.
-func (s *Server) send(t tenant.Tenant, item sendItem) (accepted, error) {
-	return s.await(t, s.submit(t, item))
-}
-
 // pendingSend is a message handed to the batcher.
 type pendingSend struct {
 	q    int
 	name string
-	at   int64 // enqueue time, unix ms
 	tk   Ticket[sendItem, sendResult]
 	err  error // not submitted
-}
-
-// submit picks the tenant's queue and hands the message to the batcher.
-// Stop waits for a submit under way, so that its message is flushed.
-func (s *Server) submit(t tenant.Tenant, item sendItem) pendingSend {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.stopped || !s.started {
-		return pendingSend{q: -1, err: ErrStopped}
-	}
-	p, ok := s.pick(t, &item)
-	if !ok {
-		return p
-	}
-	p.tk, p.err = s.batcher.Submit(p.name, item)
-	if p.err != nil {
-		p.err = errors.Join(ErrStopped, p.err) // await gives the pick back
-	}
-	return p
 }
 
 // submitAll picks a queue for each message and hands them all to the
@@ -415,36 +505,37 @@ func (s *Server) pick(t tenant.Tenant, item *sendItem) (pendingSend, bool) {
 	name := s.cfg.Names.Live[q]
 	item.meta.Origin = name
 	item.attrs[envelope.AttrMeta] = item.meta.Encode()
-	return pendingSend{q: q, name: name, at: item.meta.EnqueuedAt}, true
+	return pendingSend{q: q, name: name}, true
 }
 
-// await waits for SQS's answer for a submitted message.
-// It waits even if the client leaves: the send is bounded by SendAttempts
-// × SendTimeout, and its outcome must reach the picker and the
-// idempotency key.
-func (s *Server) await(t tenant.Tenant, p pendingSend) (accepted, error) {
-	err := p.err
-	var res sendResult
+// await waits for SQS's answer for a submitted message of t, and returns
+// the answer for its client; on failure, uncertain tells whether the
+// message may have reached the queue all the same. It waits even if the
+// client leaves: the send is bounded by SendTimeout, and its outcome must
+// reach the picker and the idempotency key.
+func (s *Server) await(t tenant.Tenant, item sendItem, p pendingSend) (a accepted, uncertain bool, err error) {
+	err = p.err
 	if err == nil {
+		var res sendResult
 		res, err = p.tk.result()
 		if err == nil {
-			err = res.err
+			err, uncertain = res.err, res.uncertain
 		}
 	}
 	if err != nil {
 		if p.q >= 0 {
 			s.cfg.Picker.Sent(p.q, -1)
 		}
-		return accepted{}, err
+		return accepted{}, uncertain, err
 	}
 	s.m.admitted.WithLabelValues(s.m.labels.of(t.ID)).Inc()
 	s.stats.admitted(t.ID, 1)
 	return accepted{
-		ID:         res.messageID,
+		ID:         item.meta.ID,
 		Tenant:     t.ID,
 		Queue:      p.name,
-		EnqueuedAt: formatTime(time.UnixMilli(p.at)),
-	}, nil
+		EnqueuedAt: formatTime(time.UnixMilli(item.meta.EnqueuedAt)),
+	}, false, nil
 }
 
 // traceparentOf returns the request's traceparent header if it is a valid

@@ -137,7 +137,7 @@ func (fl *fleet) drain(t *testing.T, want map[string]bool) map[string]queue.Mess
 		}
 		handles := make([]string, len(msgs))
 		for i, m := range msgs {
-			all[m.ID] = m
+			all[fairqID(t, m)] = m
 			handles[i] = m.ReceiptHandle
 		}
 		if _, err := fl.sqs.Delete(ctx, q, handles); err != nil {

@@ -21,13 +21,18 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 // handleReady serves GET /readyz: the server is started and not stopping,
 // and the backend answered a Depth of the first live queue within the
-// last ReadyCache.
+// last ReadyCache, and it is not known to be down (backendHealth: what
+// readiness sees, enqueues see, and the reverse).
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	up := s.started && !s.stopped
 	s.mu.RUnlock()
 	if !up {
 		s.writeError(w, r, ErrStopped)
+		return
+	}
+	if s.backend.isDown() {
+		s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: "the queue backend is unreachable", RetryAfter: probeEvery})
 		return
 	}
 	if err := s.checkBackend(r.Context()); err != nil {
@@ -45,9 +50,7 @@ func (s *Server) checkBackend(ctx context.Context) error {
 		return s.ready.err
 	}
 	// Not the request's own cancellation: the answer is shared.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_, err := s.cfg.Backend.Depth(ctx, s.cfg.Names.Live[0])
+	err := s.probeBackend(context.WithoutCancel(ctx))
 	s.ready.at, s.ready.err = now, err
 	return err
 }

@@ -1,147 +1,34 @@
 package gateway
 
 import (
-	"container/list"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"log/slog"
-	"sync"
 	"time"
+
+	"github.com/fairq/fairq/idempotency"
 )
 
-// claimState is what a claim of an idempotency key found.
-type claimState int
-
-const (
-	claimOwned   claimState = iota + 1 // the caller owns the key: send, then complete or release
-	claimDone                          // an earlier request completed: result holds its answer
-	claimPending                       // an earlier request is still sending: wait, then claim again
-)
-
-// claim is the answer of an idempotency store.
-type claim struct {
-	state  claimState
-	token  string        // claimOwned: proves ownership to complete and release
-	result []byte        // claimDone: the first answer
-	wait   chan struct{} // claimPending, in memory: closed when the owner completes or releases
-}
-
-// idemStore remembers idempotency keys. A key is owned by one request at a
-// time for a lease (so that a crashed owner does not hold it forever), then
-// holds that request's answer for the idempotency window.
+// idemStore is an idempotency store (idempotency.Memory, idempotency.Redis).
 type idemStore interface {
-	claim(ctx context.Context, key string, lease time.Duration) (claim, error)
-	complete(ctx context.Context, key, token string, result []byte, window time.Duration) error
-	release(ctx context.Context, key, token string) error
+	Claim(ctx context.Context, r idempotency.Request) (idempotency.Claim, error)
+	Complete(ctx context.Context, key, token string, answer []byte) error
+	Release(ctx context.Context, key, token string) error
+	Abandon(ctx context.Context, key, token string) error
 }
 
-func newToken() string {
-	var b [12]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
-	return hex.EncodeToString(b[:])
-}
+var (
+	_ idemStore = (*idempotency.Memory)(nil)
+	_ idemStore = (*idempotency.Redis)(nil)
+)
 
-// memIdem keeps idempotency keys in process, at most max of them: past
-// that the oldest are forgotten first. A key dropped (released after a
-// refusal, or expired) leaves the order at once, so that keys claimed and
-// released, which cost a client nothing, cannot pile up behind a live one.
-type memIdem struct {
-	now func() time.Time
-	max int
-
-	mu      sync.Mutex
-	entries map[string]*idemEntry
-	order   list.List // of *idemEntry, oldest claim first
-}
-
-type idemEntry struct {
-	key     string
-	token   string
-	result  []byte
-	expires time.Time
-	done    chan struct{}
-	elem    *list.Element // its place in memIdem.order
-}
-
-var _ idemStore = (*memIdem)(nil)
-
-func newMemIdem(now func() time.Time, max int) *memIdem {
-	return &memIdem{now: now, max: max, entries: make(map[string]*idemEntry)}
-}
-
-func (m *memIdem) claim(_ context.Context, key string, lease time.Duration) (claim, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	m.trim(now)
-	e := m.entries[key]
-	if e != nil && !now.Before(e.expires) {
-		m.drop(key, e)
-		e = nil
-	}
-	switch {
-	case e == nil:
-		e = &idemEntry{key: key, token: newToken(), expires: now.Add(lease), done: make(chan struct{})}
-		m.entries[key] = e
-		e.elem = m.order.PushBack(e)
-		return claim{state: claimOwned, token: e.token}, nil
-	case e.result != nil:
-		return claim{state: claimDone, result: e.result}, nil
-	}
-	return claim{state: claimPending, wait: e.done}, nil
-}
-
-func (m *memIdem) complete(_ context.Context, key, token string, result []byte, window time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e := m.entries[key]; e != nil && e.token == token && e.result == nil {
-		e.result, e.expires = result, m.now().Add(window)
-		close(e.done)
-	}
-	return nil
-}
-
-func (m *memIdem) release(_ context.Context, key, token string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e := m.entries[key]; e != nil && e.token == token && e.result == nil {
-		m.drop(key, e)
-	}
-	return nil
-}
-
-// drop forgets a key, waking its waiters.
-func (m *memIdem) drop(key string, e *idemEntry) {
-	delete(m.entries, key)
-	m.order.Remove(e.elem)
-	if e.result == nil {
-		close(e.done)
-	}
-}
-
-// trim forgets expired keys at the front of the order, and the oldest
-// beyond max.
-func (m *memIdem) trim(now time.Time) {
-	for el := m.order.Front(); el != nil; el = m.order.Front() {
-		e := el.Value.(*idemEntry)
-		if len(m.entries) <= m.max && now.Before(e.expires) {
-			return
-		}
-		m.drop(e.key, e)
-	}
-}
-
-// idempotency is the gateway's memory of Idempotency-Keys: in Redis when
-// configured, with the in-process store as the fallback while Redis is
-// unreachable (fail open), else in process.
-type idempotency struct {
-	redis  idemStore // nil without Redis
-	local  *memIdem
-	dep    *dependency
-	prefix string
-	window time.Duration
-	lease  time.Duration
+// idempotencyKeys is the gateway's memory of Idempotency-Keys: in Redis
+// when configured, with the in-process store as the fallback while Redis
+// is unreachable (fail open), else in process.
+type idempotencyKeys struct {
+	redis idemStore // nil without Redis
+	local *idempotency.Memory
+	dep   *dependency
 }
 
 // held is an owned idempotency key.
@@ -150,78 +37,73 @@ type held struct {
 	key, token string
 }
 
-// idemPoll bounds the wait between two looks at a key another gateway is
-// sending for.
-const (
-	idemPollMin = 5 * time.Millisecond
-	idemPollMax = 100 * time.Millisecond
-)
-
-// idemBegin claims a tenant's idempotency key. It returns the first
-// request's answer when there was one, else the claim, which the caller
-// ends with idemEnd. While another request holds the key, it waits for
-// that request's answer.
-func (s *Server) idemBegin(ctx context.Context, tenant, key string) ([]byte, *held, error) {
-	full := idempotencyKey(s.idem.prefix, tenant, key)
-	store := s.idem.redis
-	switch {
-	case store == nil:
-		store = s.idem.local
-	case s.idem.dep.resting():
-		if err := s.idem.dep.without(errResting); err != nil {
-			return nil, nil, err
+// idemClaim claims a tenant's idempotency key for a message about to be
+// sent with id. It returns the claim, and the key to resolve with
+// idemResolve when the claim is Owned.
+func (s *Server) idemClaim(ctx context.Context, tenant, key, fingerprint, id string) (idempotency.Claim, *held, error) {
+	req := idempotency.Request{Key: idempotency.Key(tenant, key), Fingerprint: fingerprint, ID: id}
+	k := &s.idem
+	var store idemStore = k.local
+	if k.redis != nil {
+		if !k.dep.resting() {
+			c, err := k.redis.Claim(ctx, req)
+			switch {
+			case err == nil:
+				k.dep.ok(ctx)
+				return c, &held{store: k.redis, key: req.Key, token: c.Token}, nil
+			case ctx.Err() != nil:
+				return idempotency.Claim{}, nil, ctx.Err()
+			}
+			if err := k.dep.failed(ctx, err); err != nil {
+				return idempotency.Claim{}, nil, err
+			}
+		} else if err := k.dep.without(errResting); err != nil {
+			return idempotency.Claim{}, nil, err
 		}
-		store = s.idem.local
 	}
-	poll := idemPollMin
-	for {
-		c, err := store.claim(ctx, full, s.idem.lease)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			if err := s.idem.dep.failed(ctx, err); err != nil {
-				return nil, nil, err
-			}
-			store = s.idem.local
-			continue
-		}
-		if store == s.idem.redis {
-			s.idem.dep.ok(ctx)
-		}
-		switch c.state {
-		case claimOwned:
-			return nil, &held{store: store, key: full, token: c.token}, nil
-		case claimDone:
-			return c.result, nil, nil
-		}
-		if c.wait != nil {
-			select {
-			case <-c.wait:
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			}
-			continue
-		}
-		if !sleep(ctx, poll) {
-			return nil, nil, ctx.Err()
-		}
-		poll = min(2*poll, idemPollMax)
-	}
+	c, err := store.Claim(ctx, req)
+	return c, &held{store: store, key: req.Key, token: c.Token}, err
 }
 
-// idemEnd stores the answer of a held key, or, with a nil answer, lets the
-// key go so that a retry can send.
-func (s *Server) idemEnd(ctx context.Context, h *held, answer []byte) {
+// How a held key is resolved once its message's fate is known.
+type resolution int
+
+const (
+	resolveComplete resolution = iota // sent: remember the answer
+	resolveRelease                    // nothing sent: forget the key
+	resolveAbandon                    // the send may have landed: keep the id for a retry
+)
+
+// idemResolve resolves a held key. The call outlives the request's
+// cancellation, briefly.
+func (s *Server) idemResolve(ctx context.Context, h *held, how resolution, answer []byte) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	var err error
-	if answer != nil {
-		err = h.store.complete(ctx, h.key, h.token, answer, s.idem.window)
-	} else {
-		err = h.store.release(ctx, h.key, h.token)
+	switch how {
+	case resolveComplete:
+		err = h.store.Complete(ctx, h.key, h.token, answer)
+	case resolveRelease:
+		err = h.store.Release(ctx, h.key, h.token)
+	default:
+		err = h.store.Abandon(ctx, h.key, h.token)
 	}
 	if err != nil {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "idempotency key not updated; a repeat may send again", slog.Any("err", err))
+		// The key stays owned until its lease ends; then it counts as
+		// abandoned, and a repeat is sent under the same id.
+		s.log.LogAttrs(ctx, slog.LevelWarn, "idempotency key not resolved; it frees itself when its lease ends", slog.Any("err", err))
 	}
+}
+
+// idemError is the answer to a claim that does not own the key.
+func idemError(c idempotency.Claim) error {
+	switch c.Outcome {
+	case idempotency.InProgress:
+		return &Error{Code: CodeIdempotencyKeyInProgress, RetryAfter: max(c.RetryAfter, time.Second),
+			Detail: "a request with this Idempotency-Key is still being processed; retry after it"}
+	case idempotency.Reused:
+		return &Error{Code: CodeIdempotencyKeyReused,
+			Detail: "this Idempotency-Key was used for a different message; use a new key for a new message"}
+	}
+	return &Error{Code: CodeInternal, Detail: "internal error", Err: errors.New("idempotency: unexpected claim " + c.Outcome.String())}
 }

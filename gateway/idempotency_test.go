@@ -21,10 +21,15 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatalf("first: %d %s", first.Code, first.Body)
 	}
 	want := decode[accepted](t, first)
-	// A repeat, even with another body, answers the first message.
-	again := f.do(t, request{key: acmeKey, body: `{"body":"y"}`, header: key})
+	// A repeat answers the first message.
+	again := f.do(t, request{key: acmeKey, body: `{"body":"x"}`, header: key})
 	if again.Code != http.StatusOK || again.Header().Get("Idempotent-Replayed") != "true" || decode[accepted](t, again) != want {
 		t.Errorf("repeat: %d %v %s, want 200 with %+v", again.Code, again.Header(), again.Body, want)
+	}
+	// The same key for another message is refused: 422.
+	reused := f.do(t, request{key: acmeKey, body: `{"body":"y"}`, header: key})
+	if p := decode[problem](t, reused); reused.Code != http.StatusUnprocessableEntity || p.Code != "idempotency_key_reused" {
+		t.Errorf("key reused for another body: %d %s, want 422 idempotency_key_reused", reused.Code, reused.Body)
 	}
 	if n := f.depth(t); n != 1 {
 		t.Errorf("%d messages after a repeat, want 1", n)
@@ -75,8 +80,9 @@ func TestIdempotencyKeyAfterFailures(t *testing.T) {
 }
 
 // concurrentRepeats sends n requests with one key at once through post,
-// checks that exactly one was accepted and all answer its id, and returns
-// the id.
+// checks that exactly one was accepted, that the others were answered its
+// id (200) or told the first is still in progress (409 with a
+// Retry-After), and returns the id.
 func concurrentRepeats(t *testing.T, n int, post func(i int) (int, accepted)) string {
 	t.Helper()
 	var (
@@ -95,12 +101,14 @@ func concurrentRepeats(t *testing.T, n int, post func(i int) (int, accepted)) st
 			if status == http.StatusAccepted {
 				created++
 			}
-			ids[a.ID]++
+			if status != http.StatusConflict {
+				ids[a.ID]++
+			}
 		})
 	}
 	wg.Wait()
-	if created != 1 || statuses[http.StatusOK] != n-1 || len(ids) != 1 {
-		t.Errorf("statuses %v, ids %v: want one 202 and %d 200s with its id", statuses, ids, n-1)
+	if created != 1 || statuses[http.StatusOK]+statuses[http.StatusConflict] != n-1 || len(ids) != 1 {
+		t.Errorf("statuses %v, ids %v: want one 202, and 200s with its id or 409s for the other %d", statuses, ids, n-1)
 	}
 	for id := range ids {
 		return id
@@ -113,6 +121,9 @@ func TestConcurrentRepeats(t *testing.T) {
 	f := setup(t, func(c *gateway.Config) { c.BatchWindow = 20 * time.Millisecond })
 	concurrentRepeats(t, 20, func(int) (int, accepted) {
 		w := f.do(t, request{key: acmeKey, body: `{"body":"x"}`, header: map[string]string{"Idempotency-Key": "same"}})
+		if w.Code == http.StatusConflict && (w.Header().Get("Retry-After") == "" || decode[problem](t, w).Code != "idempotency_key_in_progress") {
+			t.Errorf("409 without Retry-After or its code: %v %s", w.Header(), w.Body)
+		}
 		if w.Code >= 300 {
 			return w.Code, accepted{}
 		}

@@ -21,7 +21,12 @@ type metrics struct {
 	sends      *prometheus.CounterVec // result: ok, error
 	sendErrors *prometheus.CounterVec // reason
 	retries    prometheus.Counter
-	degraded   *prometheus.GaugeVec   // component
+	// bodyBytes and bodyRefused watch the body budget; prechecked counts
+	// requests refused before their body was read, by code.
+	bodyBytes   prometheus.Gauge
+	bodyRefused *prometheus.CounterVec // scope
+	prechecked  *prometheus.CounterVec // reason
+	degraded    *prometheus.GaugeVec   // component
 	fallback   *prometheus.CounterVec // component
 
 	labels tenantLabels
@@ -65,8 +70,20 @@ func newMetrics(reg prometheus.Registerer, maxTenants int) (*metrics, error) {
 		}, []string{"reason"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fairq_send_retries_total",
-			Help: "Send attempts repeated after a fault of the queue service.",
+			Help: "Send attempts repeated for the entries a batch call reported failed by a fault of the queue service.",
 		}),
+		bodyBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fairq_body_bytes_in_flight",
+			Help: "Request body bytes reserved by requests being read (gateway.max_inflight_bytes bounds it).",
+		}),
+		bodyRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_body_budget_refused_total",
+			Help: "Requests refused before their body was read because it would pass the body budget, by scope: gateway (503) or tenant (429).",
+		}, []string{"scope"}),
+		prechecked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_prechecked_total",
+			Help: "Enqueue requests refused before their body was read, by reason: the tenant was refused moments ago, or the queue backend is known to be down.",
+		}, []string{"reason"}),
 		degraded: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fairq_redis_degraded",
 			Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
@@ -80,7 +97,7 @@ func newMetrics(reg prometheus.Registerer, maxTenants int) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.admitted, m.rejected, m.replayed, m.batchSize, m.sends, m.sendErrors, m.retries} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.admitted, m.rejected, m.replayed, m.batchSize, m.sends, m.sendErrors, m.retries, m.bodyBytes, m.bodyRefused, m.prechecked} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -30,6 +31,12 @@ const (
 	CodeBacklogFull          Code = "backlog_full"
 	CodeUnavailable          Code = "unavailable"
 	CodeInternal             Code = "internal"
+	// CodeIdempotencyKeyReused: the Idempotency-Key was used before for
+	// a different message (422).
+	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
+	// CodeIdempotencyKeyInProgress: a request with the same
+	// Idempotency-Key is still being processed (409).
+	CodeIdempotencyKeyInProgress Code = "idempotency_key_in_progress"
 )
 
 // ErrStopped is returned once the server is stopping.
@@ -93,7 +100,7 @@ func problemOf(err error) (status int, e *Error) {
 		e = &Error{Code: CodeInvalidRequest, Detail: "the queue refused the message as invalid", Err: err}
 	case errors.Is(err, ErrStopped):
 		e = &Error{Code: CodeUnavailable, Detail: "the gateway is shutting down; retry", RetryAfter: time.Second, Err: err}
-	case errors.Is(err, tenant.ErrUnavailable), errors.Is(err, throttle.ErrUnavailable),
+	case errors.Is(err, tenant.ErrUnavailable), errors.Is(err, throttle.ErrUnavailable), errors.Is(err, idempotency.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, errUnavailable):
 		e = &Error{Code: CodeUnavailable, Detail: "a service the gateway depends on is unavailable; retry", RetryAfter: time.Second, Err: err}
 	default:
@@ -119,6 +126,10 @@ func problemOf(err error) (status int, e *Error) {
 		return http.StatusTooManyRequests, e
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable, e
+	case CodeIdempotencyKeyReused:
+		return http.StatusUnprocessableEntity, e
+	case CodeIdempotencyKeyInProgress:
+		return http.StatusConflict, e
 	}
 	return http.StatusInternalServerError, e
 }

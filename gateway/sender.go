@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,11 +25,15 @@ type sendItem struct {
 
 // sendResult is the fate of one sendItem.
 type sendResult struct {
-	messageID string
-	err       error
+	err error
+	// uncertain marks an err after which the message may have reached
+	// the queue all the same: the call timed out or broke off, and only
+	// the queue knows whether it stored the message.
+	uncertain bool
 }
 
-// Backoff between send attempts: full jitter over an exponential ceiling.
+// Backoff between the attempts of entries a batch call reported failed:
+// full jitter over an exponential ceiling.
 const (
 	sendBackoffBase = 50 * time.Millisecond
 	sendBackoffCap  = time.Second
@@ -43,78 +48,83 @@ var entryIDs = func() [queue.MaxBatch]string {
 	return ids
 }()
 
-// flush sends one batch to a queue: the Batcher's Flush. Entries that fail
-// with a fault of the queue service (5xx, throttling, timeout, connection)
-// are tried again, up to SendAttempts in all, with backoff; entries the
-// service refuses as invalid or too large are not. A message that was not
-// acknowledged is reported failed, so that no client gets a 202 for it.
-// Accepted messages are counted on their tenant's backlog here, whether or
-// not their caller is still waiting.
+// flush sends one batch to a queue: the Batcher's Flush. One retry policy
+// holds, stated here once: a call is retried by the backend (the AWS SDK's
+// standard retryer for SQS: up to 3 attempts with backoff), never again
+// here; entries that a call answered as failed by a fault of the service
+// are sent again here, with backoff; and every attempt of the batch
+// together is bounded by SendTimeout, after which what is not sent is
+// answered 503. A message that was not acknowledged is reported failed,
+// so that no client gets a 202 for it; one whose call timed out or broke
+// off is reported uncertain, as it may be on the queue all the same.
+// Accepted messages are counted on their tenant's backlog here, whether
+// or not their caller is still waiting.
 func (s *Server) flush(ctx context.Context, name string, items []sendItem) ([]sendResult, error) {
 	s.m.batchSize.Observe(float64(len(items)))
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+	defer cancel()
 	results := make([]sendResult, len(items))
+	sent := make([]bool, len(items))
 	todo := make([]int, len(items)) // indices still to send
 	for i := range todo {
 		todo[i] = i
 	}
 	entries := make([]queue.Entry, 0, len(items))
-	var lastErr error
-	for attempt := 1; len(todo) > 0; attempt++ {
+	for attempt := 1; ; attempt++ {
 		entries = entries[:0]
 		for _, i := range todo {
 			it := &items[i]
 			entries = append(entries, queue.Entry{ID: entryIDs[i], Body: it.body, Attributes: it.attrs, Delay: it.delay})
 		}
-		actx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
-		res, err := s.cfg.Backend.Send(actx, name, entries)
-		cancel()
-		var again []int
+		res, err := s.cfg.Backend.Send(ctx, name, entries)
 		if err != nil {
-			lastErr = err
 			s.m.sends.WithLabelValues("error").Inc()
-			if retryable(err) && ctx.Err() == nil {
-				again = todo
-			} else {
-				for _, i := range todo {
-					results[i].err = sendError(err)
-				}
-			}
-		} else {
-			s.m.sends.WithLabelValues("ok").Inc()
-			for _, r := range res {
-				i, perr := strconv.Atoi(r.ID)
-				if perr != nil || i < 0 || i >= len(items) {
-					continue // not an id of ours; its entry stays unanswered below
-				}
-				switch {
-				case r.Err == nil && r.MessageID != "":
-					results[i] = sendResult{messageID: r.MessageID}
-				case r.Err != nil && retryable(r.Err) && ctx.Err() == nil:
-					lastErr = r.Err
-					again = append(again, i)
-				case r.Err != nil:
-					results[i].err = sendError(r.Err)
-				}
+			if retryable(err) {
+				s.backend.failed()
 			}
 			for _, i := range todo {
-				if results[i].messageID == "" && results[i].err == nil && !contains(again, i) {
-					results[i].err = sendError(fmt.Errorf("queue %q gave no result for entry %d", name, i))
-				}
+				results[i] = sendResult{err: sendError(err), uncertain: !refused(err)}
+			}
+			break
+		}
+		s.m.sends.WithLabelValues("ok").Inc()
+		s.backend.ok()
+		var again []int
+		var lastErr error
+		for _, r := range res {
+			i, perr := strconv.Atoi(r.ID)
+			if perr != nil || i < 0 || i >= len(items) {
+				continue // not an id of ours; its entry stays unanswered below
+			}
+			switch {
+			case r.Err == nil:
+				sent[i] = true
+			case retryable(r.Err):
+				lastErr = r.Err
+				again = append(again, i)
+			default:
+				results[i].err = sendError(r.Err)
+			}
+		}
+		for _, i := range todo {
+			if !sent[i] && results[i].err == nil && !slices.Contains(again, i) {
+				// Answered for nothing: whether it was stored is unknown.
+				results[i] = sendResult{err: sendError(fmt.Errorf("queue %q gave no result for entry %d", name, i)), uncertain: true}
 			}
 		}
 		if len(again) == 0 {
 			break
 		}
-		if attempt >= s.cfg.SendAttempts || !sleep(ctx, backoff(attempt)) {
+		if !sleep(ctx, backoff(attempt)) {
 			for _, i := range again {
-				results[i].err = sendError(fmt.Errorf("after %d attempts: %w", attempt, lastErr))
+				results[i].err = sendError(fmt.Errorf("within the send timeout of %v, after %d attempts: %w", s.cfg.SendTimeout, attempt, lastErr))
 			}
 			break
 		}
 		s.m.retries.Inc()
 		todo = again
 	}
-	s.account(ctx, items, results)
+	s.account(context.WithoutCancel(ctx), items, results)
 	return results, nil
 }
 
@@ -162,25 +172,16 @@ func (s *Server) account(ctx context.Context, items []sendItem, results []sendRe
 // backlogAddTimeout bounds the backlog counts of one batch after its send.
 const backlogAddTimeout = 250 * time.Millisecond
 
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // retryable reports whether a send error is a fault of the queue service
 // or of the network, worth another attempt.
-func retryable(err error) bool {
-	switch {
-	case errors.Is(err, queue.ErrInvalidEntry), errors.Is(err, queue.ErrTooLarge),
-		errors.Is(err, queue.ErrTooManyEntries), errors.Is(err, queue.ErrEmptyBatch),
-		errors.Is(err, queue.ErrQueueNotFound), errors.Is(err, context.Canceled):
-		return false
-	}
-	return true
+func retryable(err error) bool { return !refused(err) && !errors.Is(err, context.Canceled) }
+
+// refused reports whether a send error says the queue service refused the
+// call as it was, storing nothing.
+func refused(err error) bool {
+	return errors.Is(err, queue.ErrInvalidEntry) || errors.Is(err, queue.ErrTooLarge) ||
+		errors.Is(err, queue.ErrTooManyEntries) || errors.Is(err, queue.ErrEmptyBatch) ||
+		errors.Is(err, queue.ErrQueueNotFound)
 }
 
 // sendError is the error a caller gets for a message that was not sent:
@@ -189,6 +190,9 @@ func retryable(err error) bool {
 func sendError(err error) error {
 	if errors.Is(err, queue.ErrInvalidEntry) || errors.Is(err, queue.ErrTooLarge) {
 		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: CodeUnavailable, Detail: "the queue service did not answer within the send timeout; retry with the same Idempotency-Key", RetryAfter: time.Second, Err: err}
 	}
 	return &Error{Code: CodeUnavailable, Detail: "the queue service did not take the message; retry", RetryAfter: time.Second, Err: err}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -117,12 +118,18 @@ type Config struct {
 	// BatchBytes bounds the size of one SendMessageBatch call; zero uses
 	// BatchBytesDefault.
 	BatchBytes int
-	// SendAttempts is how many times a send is tried when SQS fails with
-	// a fault of its own (5xx, throttling, timeout); zero uses
-	// SendAttemptsDefault.
-	SendAttempts int
-	// SendTimeout bounds one attempt; zero uses SendTimeoutDefault.
+	// SendTimeout bounds the send of a message, every attempt together
+	// (the queue backend's own retries, and those of entries a batch call
+	// reports failed): past it the client is answered 503 unavailable.
+	// Zero uses SendTimeoutDefault (gateway.send_timeout).
 	SendTimeout time.Duration
+	// MaxInflightBytes bounds the request body bytes the gateway holds at
+	// once, and MaxTenantInflightBytes one tenant's share of them (see
+	// body.go); zero uses MaxInflightBytesDefault and
+	// MaxTenantInflightBytesDefault (gateway.max_inflight_bytes,
+	// gateway.max_tenant_inflight_bytes).
+	MaxInflightBytes       int64
+	MaxTenantInflightBytes int64
 	// ReadyCache is how long /readyz reuses its last look at the backend;
 	// zero uses ReadyCacheDefault.
 	ReadyCache time.Duration
@@ -140,11 +147,13 @@ type Config struct {
 	Now func() time.Time
 }
 
+// idemLeaseMargin is what an idempotency key's lease adds to SendTimeout.
+const idemLeaseMargin = 2 * time.Second
+
 // Config defaults.
 const (
 	BatchBytesDefault      = 256 << 10
-	SendAttemptsDefault    = 3
-	SendTimeoutDefault     = 5 * time.Second
+	SendTimeoutDefault     = 3 * time.Second
 	ReadyCacheDefault      = time.Second
 	MaxTenantLabelsDefault = 100
 	ReconcileEveryDefault  = time.Minute
@@ -158,8 +167,9 @@ func (c Config) withDefaults() Config {
 	c.BatchWindow = cmp.Or(c.BatchWindow, BatchWindowDefault)
 	c.BatchBytes = cmp.Or(c.BatchBytes, BatchBytesDefault)
 	c.MaxBatchBody = cmp.Or(c.MaxBatchBody, MaxBatchBodyDefault)
-	c.SendAttempts = cmp.Or(c.SendAttempts, SendAttemptsDefault)
 	c.SendTimeout = cmp.Or(c.SendTimeout, SendTimeoutDefault)
+	c.MaxInflightBytes = cmp.Or(c.MaxInflightBytes, MaxInflightBytesDefault)
+	c.MaxTenantInflightBytes = cmp.Or(c.MaxTenantInflightBytes, min(MaxTenantInflightBytesDefault, c.MaxInflightBytes))
 	c.ReadyCache = cmp.Or(c.ReadyCache, ReadyCacheDefault)
 	c.MaxTenantLabels = cmp.Or(c.MaxTenantLabels, MaxTenantLabelsDefault)
 	c.ReconcileEvery = cmp.Or(c.ReconcileEvery, ReconcileEveryDefault)
@@ -202,8 +212,12 @@ func (c Config) validate() error {
 	if c.IdempotencyWindow < time.Second || c.MaxLocalIdempotencyKeys < 1 {
 		bad("IdempotencyWindow %v must be at least 1s and MaxLocalIdempotencyKeys %d positive", c.IdempotencyWindow, c.MaxLocalIdempotencyKeys)
 	}
-	if c.SendAttempts < 1 || c.SendTimeout < 0 || c.BatchWindow < 0 {
-		bad("SendAttempts %d, SendTimeout %v and BatchWindow %v must be positive", c.SendAttempts, c.SendTimeout, c.BatchWindow)
+	if c.SendTimeout < 0 || c.BatchWindow < 0 {
+		bad("SendTimeout %v and BatchWindow %v must be positive", c.SendTimeout, c.BatchWindow)
+	}
+	if c.MaxInflightBytes < int64(c.MaxMessageSize) || c.MaxTenantInflightBytes < int64(c.MaxMessageSize) || c.MaxTenantInflightBytes > c.MaxInflightBytes {
+		bad("MaxInflightBytes %d and MaxTenantInflightBytes %d must hold a message of MaxMessageSize %d, and the tenant's share at most the whole",
+			c.MaxInflightBytes, c.MaxTenantInflightBytes, c.MaxMessageSize)
 	}
 	return errors.Join(errs...)
 }
@@ -222,8 +236,11 @@ type Server struct {
 	// the queue is picked.
 	longest   string
 	ready     readiness
+	backend   *backendHealth
+	bodies    *bodyBudget
+	refused   refusals
 	backlog   *dependency
-	idem      idempotency
+	idem      idempotencyKeys
 	stats     *stats
 	admin     bool
 	adminHash [32]byte
@@ -271,17 +288,20 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.stats = &stats{redis: cfg.Redis, prefix: cfg.RedisPrefix, log: s.log}
 	s.backlog = s.newDependency("backlog")
-	s.idem = idempotency{
-		local:  newMemIdem(cfg.Now, cfg.MaxLocalIdempotencyKeys),
-		dep:    s.newDependency("idempotency"),
-		prefix: cfg.RedisPrefix,
-		window: cfg.IdempotencyWindow,
-		// Long enough for every attempt of a send; a crashed owner's
-		// claim lapses after it.
-		lease: time.Duration(cfg.SendAttempts)*(cfg.SendTimeout+sendBackoffCap) + 10*time.Second,
+	s.backend = newBackendHealth()
+	s.bodies = newBodyBudget(cfg.MaxInflightBytes, cfg.MaxTenantInflightBytes)
+	// A key's lease covers its send (SendTimeout) with room to resolve
+	// the key; a crashed owner's claim lapses after it, and a retry sends
+	// under the same id.
+	lease := cfg.SendTimeout + idemLeaseMargin
+	s.idem = idempotencyKeys{
+		local: idempotency.NewMemory(idempotency.MemoryConfig{Window: cfg.IdempotencyWindow, Lease: lease, Max: cfg.MaxLocalIdempotencyKeys, Now: cfg.Now}),
+		dep:   s.newDependency("idempotency"),
 	}
 	if cfg.Redis != nil {
-		s.idem.redis = &redisIdem{c: cfg.Redis}
+		if s.idem.redis, err = idempotency.NewRedis(idempotency.RedisConfig{Client: cfg.Redis, Prefix: cfg.RedisPrefix, Window: cfg.IdempotencyWindow, Lease: lease, Now: cfg.Now}); err != nil {
+			return nil, err
+		}
 	}
 	s.router = s.routes()
 	return s, nil
@@ -336,6 +356,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.stats.redis != nil {
 		s.loops.Go(func() { s.stats.run(loopCtx) })
 	}
+	s.loops.Go(func() { s.probeLoop(loopCtx) })
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
 	"github.com/fairq/fairq/queue"
@@ -256,4 +257,15 @@ func decodeString[T any](t testing.TB, s string) T {
 		t.Fatalf("not the JSON expected: %v\n%s", err, s)
 	}
 	return v
+}
+
+// fairqID returns the id a message was enqueued under: the id of the
+// gateway's answer, in fairq-meta.
+func fairqID(t testing.TB, m queue.Message) string {
+	t.Helper()
+	meta, err := envelope.Decode(m.Attributes[envelope.AttrMeta])
+	if err != nil || meta.ID == "" {
+		t.Fatalf("message %s has no fairq id in %s (%v)", m.ID, envelope.AttrMeta, err)
+	}
+	return meta.ID
 }

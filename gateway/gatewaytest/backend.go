@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -18,6 +19,7 @@ type Flaky struct {
 	depthErr  error
 	sends     int // Send calls made
 	messages  int // entries passed on to the backend
+	firstMeta envelope.Meta
 }
 
 var _ queue.Backend = (*Flaky)(nil)
@@ -54,6 +56,9 @@ func (f *Flaky) Sends() (calls, entries int) {
 func (f *Flaky) Send(ctx context.Context, q string, entries []queue.Entry) ([]queue.SendResult, error) {
 	f.mu.Lock()
 	f.sends++
+	if f.sends == 1 && len(entries) > 0 {
+		f.firstMeta, _ = envelope.Decode(entries[0].Attributes[envelope.AttrMeta])
+	}
 	if f.sendFails != 0 {
 		if f.sendFails > 0 {
 			f.sendFails--
@@ -69,6 +74,14 @@ func (f *Flaky) Send(ctx context.Context, q string, entries []queue.Entry) ([]qu
 	f.messages += len(entries)
 	f.mu.Unlock()
 	return f.Backend.Send(ctx, q, entries)
+}
+
+// FirstEntryMeta returns the fairq-meta of the first entry of the first
+// Send call, failed or not.
+func (f *Flaky) FirstEntryMeta() envelope.Meta {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.firstMeta
 }
 
 // Depth fails if told to, else asks the backend.
