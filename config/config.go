@@ -151,6 +151,11 @@ type Worker struct {
 	// autoscaling target fairq_backlog_target_per_instance is this ÷ the
 	// mean processing time per worker.
 	AcceptableLatency time.Duration `yaml:"acceptable_latency"`
+	// DedupeWindow is how long a worker remembers the id of a message it
+	// delivered, so that another copy of it (a send the gateway retried,
+	// SQS's at-least-once) is deleted without a push. With Redis it holds
+	// across the fleet.
+	DedupeWindow time.Duration `yaml:"dedupe_window"`
 }
 
 // Gateway configures the front door beyond the contract's keys.
@@ -160,6 +165,15 @@ type Gateway struct {
 	MaxMessageSize int `yaml:"max_message_size"`
 	// IdempotencyWindow is how long an Idempotency-Key is remembered.
 	IdempotencyWindow time.Duration `yaml:"idempotency_window"`
+	// SendTimeout bounds the send of a message to SQS, every attempt
+	// together; past it the client gets 503 unavailable.
+	SendTimeout time.Duration `yaml:"send_timeout"`
+	// MaxInflightBytes bounds the request body bytes the gateway holds at
+	// once; past it requests get 503 before their body is read.
+	MaxInflightBytes int64 `yaml:"max_inflight_bytes"`
+	// MaxTenantInflightBytes is one tenant's share of MaxInflightBytes;
+	// past it the tenant's requests get 429 before their body is read.
+	MaxTenantInflightBytes int64 `yaml:"max_tenant_inflight_bytes"`
 }
 
 // Default returns the configuration with every default of DESIGN.md §7 and
@@ -193,10 +207,14 @@ func Default() Config {
 			DropAge:                0,
 			CronFile:               "",
 			AcceptableLatency:      10 * time.Second,
+			DedupeWindow:           time.Hour,
 		},
 		Gateway: Gateway{
-			MaxMessageSize:    256 << 10,
-			IdempotencyWindow: 24 * time.Hour,
+			MaxMessageSize:         256 << 10,
+			IdempotencyWindow:      24 * time.Hour,
+			SendTimeout:            3 * time.Second,
+			MaxInflightBytes:       64 << 20,
+			MaxTenantInflightBytes: 16 << 20,
 		},
 		Log: Log{Level: "info"},
 	}

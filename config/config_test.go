@@ -41,9 +41,11 @@ func TestDefault(t *testing.T) {
 			MaxRetries:             10,
 			BacklogAge:             5 * time.Minute,
 			AcceptableLatency:      10 * time.Second,
+			DedupeWindow:           time.Hour,
 		},
-		Gateway: Gateway{MaxMessageSize: 262144, IdempotencyWindow: 24 * time.Hour},
-		Log:     Log{Level: "info"},
+		Gateway: Gateway{MaxMessageSize: 262144, IdempotencyWindow: 24 * time.Hour, SendTimeout: 3 * time.Second,
+			MaxInflightBytes: 64 << 20, MaxTenantInflightBytes: 16 << 20},
+		Log: Log{Level: "info"},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)

@@ -71,6 +71,19 @@ func (c Config) checkServer(p *problems) {
 	if c.Gateway.MaxMessageSize < minMaxMessageSize || c.Gateway.MaxMessageSize > maxMaxMessageSize {
 		p.add("gateway.max_message_size", 0, "must be %d–%d bytes, got %d", minMaxMessageSize, maxMaxMessageSize, c.Gateway.MaxMessageSize)
 	}
+	if c.Gateway.SendTimeout < 100*time.Millisecond || c.Gateway.SendTimeout > time.Minute {
+		p.add("gateway.send_timeout", 0, "must be 100ms–1m, got %v", c.Gateway.SendTimeout)
+	}
+	if c.Gateway.MaxInflightBytes < int64(c.Gateway.MaxMessageSize)*4 {
+		p.add("gateway.max_inflight_bytes", 0, "must hold at least four messages of max_message_size (%d bytes), got %d", 4*c.Gateway.MaxMessageSize, c.Gateway.MaxInflightBytes)
+	}
+	if c.Gateway.MaxTenantInflightBytes < int64(c.Gateway.MaxMessageSize)*4 || c.Gateway.MaxTenantInflightBytes > c.Gateway.MaxInflightBytes {
+		p.add("gateway.max_tenant_inflight_bytes", 0, "must be from four messages of max_message_size (%d bytes) to max_inflight_bytes (%d), got %d",
+			4*c.Gateway.MaxMessageSize, c.Gateway.MaxInflightBytes, c.Gateway.MaxTenantInflightBytes)
+	}
+	if c.Worker.DedupeWindow < 0 {
+		p.add("worker.dedupe_window", 0, "must not be negative, got %v", c.Worker.DedupeWindow)
+	}
 	if c.Gateway.IdempotencyWindow < time.Second {
 		p.add("gateway.idempotency_window", 0, "must be at least 1s, got %v", c.Gateway.IdempotencyWindow)
 	}

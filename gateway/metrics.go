@@ -27,7 +27,7 @@ type metrics struct {
 	bodyRefused *prometheus.CounterVec // scope
 	prechecked  *prometheus.CounterVec // reason
 	degraded    *prometheus.GaugeVec   // component
-	fallback   *prometheus.CounterVec // component
+	fallback    *prometheus.CounterVec // component
 
 	labels tenantLabels
 }

@@ -214,9 +214,14 @@ func (s *system) withGateway() error {
 		RedisPrefix:       s.keyPrefix(),
 		IdempotencyWindow: s.cfg.Gateway.IdempotencyWindow,
 		MaxMessageSize:    s.cfg.Gateway.MaxMessageSize,
-		Logger:            s.logger,
-		Registerer:        s.registry,
-		Gatherer:          s.registry,
+		SendTimeout:       s.cfg.Gateway.SendTimeout,
+		// Bodies are held in memory while read: a budget in all and per
+		// tenant, claimed before a body is read.
+		MaxInflightBytes:       s.cfg.Gateway.MaxInflightBytes,
+		MaxTenantInflightBytes: s.cfg.Gateway.MaxTenantInflightBytes,
+		Logger:                 s.logger,
+		Registerer:             s.registry,
+		Gatherer:               s.registry,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -448,6 +453,25 @@ func (s *system) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Limits of the HTTP server, chosen so that a slow or hostile client holds
+// little for long (the README's "What a client gets" lists them):
+//   - readHeaderTimeout: the request line and headers, from the first
+//     byte; an API client sends them at once.
+//   - readTimeout: the whole request, headers and body, from its first
+//     byte: a trickling body cannot stretch it, and it bounds how long a
+//     body holds its claim on the gateway's body budget. An 8 MiB batch
+//     needs 4.5 Mbit/s to make it.
+//   - idleTimeout: a kept-alive connection waiting for its next request.
+//   - maxHeaderBytes: the request line and headers (an API key, a
+//     traceparent, an Idempotency-Key of 128 bytes fit many times over);
+//     past it the client gets 431.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
 // serve runs handler on the configured address until ctx ends, then shuts
 // the server down within httpGrace (in-flight requests finish; new
 // connections are refused). ready, when not nil, receives the bound
@@ -459,9 +483,10 @@ func serve(ctx context.Context, addr string, handler http.Handler, logger *slog.
 	}
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	if ready != nil {
