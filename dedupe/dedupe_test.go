@@ -1,0 +1,209 @@
+package dedupe_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/dedupe"
+	"github.com/fairq/fairq/internal/testenv"
+)
+
+type store interface {
+	Claim(ctx context.Context, id string) (dedupe.Claim, error)
+	Complete(ctx context.Context, id, token string) error
+	Release(ctx context.Context, id, token string) error
+	Renew(ctx context.Context, leases []dedupe.Lease) error
+}
+
+var (
+	_ store = (*dedupe.Memory)(nil)
+	_ store = (*dedupe.Redis)(nil)
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// stores runs test against a Memory and a Redis store. Redis keeps time
+// itself: its lease is short and the test waits for it where it must.
+func stores(t *testing.T, test func(t *testing.T, s store, lease time.Duration, wait func(time.Duration))) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		clk := &clock{now: time.Unix(1_800_000_000, 0)}
+		lease := 30 * time.Second
+		test(t, dedupe.NewMemory(dedupe.MemoryConfig{Lease: lease, Now: clk.Now}), lease, clk.Advance)
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+		t.Cleanup(func() { client.Close() })
+		lease := 600 * time.Millisecond
+		s, err := dedupe.NewRedis(dedupe.RedisConfig{Client: client, Prefix: testenv.Prefix(t) + ":", Lease: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		test(t, s, lease, time.Sleep) // Redis expires keys on its own clock
+	})
+}
+
+func claim(t *testing.T, s store, id string) dedupe.Claim {
+	t.Helper()
+	c, err := s.Claim(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRunThenDuplicate(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, s store, lease time.Duration, wait func(time.Duration)) {
+		first := claim(t, s, "m1")
+		if first.Outcome != dedupe.Run || first.Token == "" {
+			t.Fatalf("first claim %+v, want run with a token", first)
+		}
+		if c := claim(t, s, "m1"); c.Outcome != dedupe.Running || c.RetryAfter <= 0 || c.RetryAfter > lease {
+			t.Errorf("second copy while the first runs: %+v, want running with the lease's rest", c)
+		}
+		if err := s.Complete(context.Background(), "m1", first.Token); err != nil {
+			t.Fatal(err)
+		}
+		if c := claim(t, s, "m1"); c.Outcome != dedupe.Duplicate {
+			t.Errorf("copy after completion: %v, want duplicate", c.Outcome)
+		}
+		wait(lease + 50*time.Millisecond)
+		if c := claim(t, s, "m1"); c.Outcome != dedupe.Duplicate {
+			t.Errorf("copy after the lease, within the window: %v, want duplicate", c.Outcome)
+		}
+		if c := claim(t, s, "m2"); c.Outcome != dedupe.Run {
+			t.Errorf("another id: %v, want run", c.Outcome)
+		}
+	})
+}
+
+func TestReleaseRunsAgain(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, s store, lease time.Duration, wait func(time.Duration)) {
+		c := claim(t, s, "m")
+		if err := s.Release(context.Background(), "m", c.Token); err != nil {
+			t.Fatal(err)
+		}
+		if again := claim(t, s, "m"); again.Outcome != dedupe.Run {
+			t.Errorf("after release: %v, want run", again.Outcome)
+		}
+	})
+}
+
+func TestLeaseLapsesUnlessRenewed(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, s store, lease time.Duration, wait func(time.Duration)) {
+		ctx := context.Background()
+		kept := claim(t, s, "kept")
+		crashed := claim(t, s, "crashed")
+		for range 3 {
+			wait(lease / 2)
+			if err := s.Renew(ctx, []dedupe.Lease{{ID: "kept", Token: kept.Token}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c := claim(t, s, "kept"); c.Outcome != dedupe.Running {
+			t.Errorf("renewed claim after 1.5 leases: %v, want running", c.Outcome)
+		}
+		c := claim(t, s, "crashed")
+		if c.Outcome != dedupe.Run {
+			t.Fatalf("claim of a crashed worker after its lease: %v, want run", c.Outcome)
+		}
+		// The crashed worker's token no longer acts.
+		if err := s.Complete(ctx, "crashed", crashed.Token); err != nil {
+			t.Fatal(err)
+		}
+		if again := claim(t, s, "crashed"); again.Outcome != dedupe.Running {
+			t.Errorf("a stale token completed the new claim: %v", again.Outcome)
+		}
+	})
+}
+
+func TestConcurrentCopies(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, s store, lease time.Duration, wait func(time.Duration)) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		runs := 0
+		for range 16 {
+			wg.Go(func() {
+				c, err := s.Claim(context.Background(), "same")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if c.Outcome == dedupe.Run {
+					mu.Lock()
+					runs++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if runs != 1 {
+			t.Errorf("%d of 16 simultaneous copies run, want 1", runs)
+		}
+	})
+}
+
+func TestMemoryBound(t *testing.T) {
+	t.Parallel()
+	m := dedupe.NewMemory(dedupe.MemoryConfig{Max: 100})
+	ctx := context.Background()
+	for i := range 1000 {
+		id := fmt.Sprint("m", i)
+		c := claim(t, m, id)
+		_ = m.Complete(ctx, id, c.Token)
+	}
+	if n := m.Len(); n > 101 {
+		t.Errorf("%d ids kept, want at most the bound", n)
+	}
+	if c := claim(t, m, "m999"); c.Outcome != dedupe.Duplicate {
+		t.Errorf("the newest id was forgotten: %v", c.Outcome)
+	}
+}
+
+func BenchmarkRedisClaimComplete(b *testing.B) {
+	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(b)})
+	defer client.Close()
+	s, err := dedupe.NewRedis(dedupe.RedisConfig{Client: client, Prefix: testenv.Prefix(b) + ":"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		id := fmt.Sprint("bench-", i)
+		i++
+		c, err := s.Claim(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Complete(ctx, id, c.Token); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

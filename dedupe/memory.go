@@ -1,0 +1,147 @@
+package dedupe
+
+import (
+	"cmp"
+	"container/list"
+	"context"
+	"sync"
+	"time"
+)
+
+// MemoryConfig configures a Memory store.
+type MemoryConfig struct {
+	// Window is how long a completed id is remembered; zero uses
+	// WindowDefault.
+	Window time.Duration
+	// Lease is how long a claim holds without renewal; zero uses
+	// LeaseDefault.
+	Lease time.Duration
+	// Max bounds the ids kept; past it the oldest are forgotten first.
+	// Zero uses MaxLocalDefault.
+	Max int
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+// Memory keeps the ids of one worker.
+type Memory struct {
+	window, lease time.Duration
+	max           int
+	now           func() time.Time
+
+	mu    sync.Mutex
+	ids   map[string]*record
+	order list.List // of *record, oldest first
+}
+
+type record struct {
+	id      string
+	token   string // while running
+	done    bool
+	expires time.Time // of the lease while running; of the window once done
+	elem    *list.Element
+}
+
+// NewMemory returns an empty Memory store.
+func NewMemory(cfg MemoryConfig) *Memory {
+	m := &Memory{
+		window: cmp.Or(cfg.Window, WindowDefault),
+		lease:  cmp.Or(cfg.Lease, LeaseDefault),
+		max:    cmp.Or(cfg.Max, MaxLocalDefault),
+		now:    cfg.Now,
+		ids:    make(map[string]*record),
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m
+}
+
+// Claim claims a message id (see the package documentation).
+func (m *Memory) Claim(_ context.Context, id string) (Claim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.trim(now)
+	r := m.ids[id]
+	if r != nil && !now.Before(r.expires) {
+		m.drop(r)
+		r = nil
+	}
+	switch {
+	case r == nil:
+		r = &record{id: id}
+		m.ids[id] = r
+		r.elem = m.order.PushBack(r)
+	case r.done:
+		return Claim{Outcome: Duplicate}, nil
+	default:
+		return Claim{Outcome: Running, RetryAfter: r.expires.Sub(now)}, nil
+	}
+	r.token, r.expires = newToken(), now.Add(m.lease)
+	return Claim{Outcome: Run, Token: r.token}, nil
+}
+
+// Complete remembers a claimed id as done for the window.
+func (m *Memory) Complete(_ context.Context, id, token string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.owned(id, token); r != nil {
+		r.done, r.token, r.expires = true, "", m.now().Add(m.window)
+		m.order.MoveToBack(r.elem)
+	}
+	return nil
+}
+
+// Release forgets a claimed id: the message may run again.
+func (m *Memory) Release(_ context.Context, id, token string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.owned(id, token); r != nil {
+		m.drop(r)
+	}
+	return nil
+}
+
+// Renew extends the leases of claims still held.
+func (m *Memory) Renew(_ context.Context, leases []Lease) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until := m.now().Add(m.lease)
+	for _, l := range leases {
+		if r := m.owned(l.ID, l.Token); r != nil {
+			r.expires = until
+		}
+	}
+	return nil
+}
+
+// Len returns the number of ids kept.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.ids)
+}
+
+func (m *Memory) owned(id, token string) *record {
+	if r := m.ids[id]; r != nil && !r.done && r.token == token {
+		return r
+	}
+	return nil
+}
+
+func (m *Memory) drop(r *record) {
+	delete(m.ids, r.id)
+	m.order.Remove(r.elem)
+}
+
+// trim forgets the oldest ids beyond max, and expired ones at the front.
+func (m *Memory) trim(now time.Time) {
+	for el := m.order.Front(); el != nil; el = m.order.Front() {
+		r := el.Value.(*record)
+		if len(m.ids) <= m.max && now.Before(r.expires) {
+			return
+		}
+		m.drop(r)
+	}
+}
