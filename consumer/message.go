@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,18 +21,26 @@ const AttrTask = "fairq-task"
 
 // Message is a received message as a Handler sees it.
 type Message struct {
-	ID    string // the queue's message id (X-Aws-Sqsd-Msgid)
+	// ID is the message's identity (X-Aws-Sqsd-Msgid): the id the
+	// gateway answered with, the same on every delivery whichever queue
+	// the message moved through; for a message fairq did not enqueue,
+	// the queue's message id.
+	ID    string
 	Queue string // the queue it was received from
 	Body  string
 
 	Tenant      string            // fairq-tenant; empty for a message without one
 	Attributes  map[string]string // the user's attributes: the reserved ones are left out
 	Traceparent string            // W3C trace context, when the sender gave one
+	// IdempotencyKey is the Idempotency-Key the message was enqueued
+	// with, if any (X-Fairq-Idempotency-Key).
+	IdempotencyKey string
 
 	// EnqueuedAt is when the gateway accepted the message (fairq-meta),
 	// or when it was sent to its queue if it carries no metadata.
 	EnqueuedAt time.Time
-	// FirstReceivedAt is when the current queue first delivered it.
+	// FirstReceivedAt is when a worker first received the message, on
+	// whichever queue (fairq-meta keeps it across moves).
 	FirstReceivedAt time.Time
 	// ReceiveCount counts deliveries across queue moves, this one
 	// included: fairq-meta's attempts plus the queue's receive count.
@@ -112,14 +121,18 @@ func newDelivery(queueName string, m queue.Message) *delivery {
 	meta.Attempts = max(meta.Attempts, 0)
 	d.meta = meta
 	d.msg = Message{
-		ID:              m.ID,
+		ID:              cmp.Or(meta.ID, m.ID),
 		Queue:           queueName,
 		Body:            m.Body,
 		Tenant:          m.Attributes[envelope.AttrTenant],
 		Traceparent:     m.Attributes[envelope.AttrTraceparent],
+		IdempotencyKey:  meta.IdempotencyKey,
 		EnqueuedAt:      meta.Enqueued(),
 		FirstReceivedAt: m.FirstReceivedAt,
 		ReceiveCount:    meta.Attempts + m.ReceiveCount,
+	}
+	if first := meta.FirstReceived(); !first.IsZero() {
+		d.msg.FirstReceivedAt = first
 	}
 	if v, ok := m.Attributes[AttrTask]; ok {
 		if t, err := DecodeTask(v); err == nil {
@@ -163,6 +176,12 @@ func (d *delivery) moved(attempts int, lastErr string, notBefore time.Time) map[
 		return attrs
 	}
 	meta := d.meta
+	// The copy is a new message to SQS: its id and first receive travel
+	// in fairq-meta, so that the application sees the same ones.
+	meta.ID = d.msg.ID
+	if meta.FirstReceivedAt == 0 && !d.msg.FirstReceivedAt.IsZero() {
+		meta.FirstReceivedAt = d.msg.FirstReceivedAt.UnixMilli()
+	}
 	meta.Attempts = max(attempts, 0)
 	if lastErr != "" {
 		meta.LastError = clip(lastErr, maxLastError)

@@ -211,6 +211,9 @@ const (
 	HeaderTenant          = "X-Fairq-Tenant"
 	HeaderEnqueuedAt      = "X-Fairq-Enqueued-At"
 	HeaderTraceparent     = "traceparent"
+	// HeaderIdempotencyKey carries the Idempotency-Key the message was
+	// enqueued with.
+	HeaderIdempotencyKey = "X-Fairq-Idempotency-Key"
 	// HeaderAttrEncoded lists, comma-separated, the attributes whose
 	// X-Aws-Sqsd-Attr- value was percent-encoded because it held
 	// characters a header value cannot carry (see Header).
@@ -260,6 +263,9 @@ func Header(m *Message) http.Header {
 	}
 	if !m.EnqueuedAt.IsZero() {
 		h[HeaderEnqueuedAt] = []string{m.EnqueuedAt.UTC().Format(timeFormatMS)}
+	}
+	if m.IdempotencyKey != "" && validHeaderValue(m.IdempotencyKey) {
+		h[HeaderIdempotencyKey] = []string{m.IdempotencyKey}
 	}
 	if m.Traceparent != "" && validTraceparent(m.Traceparent) {
 		h[HeaderTraceparent] = []string{m.Traceparent}

@@ -64,7 +64,7 @@ func TestPushHeaders(t *testing.T) {
 			id := send(t, b, names.Live[1], msg{
 				body:   `{"order":42}`,
 				tenant: "acme",
-				meta:   &envelope.Meta{EnqueuedAt: enqueued.UnixMilli(), Attempts: 2, RequestID: "req-1"},
+				meta:   &envelope.Meta{EnqueuedAt: enqueued.UnixMilli(), Attempts: 2, RequestID: "req-1", IdempotencyKey: "order-42"},
 				attrs: map[string]string{
 					"color":                  "blue",
 					"Mixed.Case_name-1":      "100% sure",
@@ -109,6 +109,7 @@ func TestPushHeaders(t *testing.T) {
 				"X-Fairq-Attr-Encoded":              "evil",
 				"X-Fairq-Tenant":                    "acme",
 				"X-Fairq-Enqueued-At":               "2025-03-01T12:00:00.123Z",
+				"X-Fairq-Idempotency-Key":           "order-42",
 				"Traceparent":                       traceparent,
 			}
 			if diff := cmp.Diff(want, got); diff != "" {

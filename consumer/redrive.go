@@ -249,6 +249,11 @@ func resetAttempts(m queue.Message) map[string]string {
 		}
 		meta = envelope.Meta{EnqueuedAt: m.SentAt.UnixMilli()}
 	}
+	// The copy sent back is a new message to SQS; its identity stays.
+	meta.ID = cmp.Or(meta.ID, m.ID)
+	if meta.FirstReceivedAt == 0 && !m.FirstReceivedAt.IsZero() {
+		meta.FirstReceivedAt = m.FirstReceivedAt.UnixMilli()
+	}
 	meta.Attempts, meta.LastError, meta.NotBefore = 0, "", 0
 	attrs[envelope.AttrMeta] = meta.Encode()
 	return attrs

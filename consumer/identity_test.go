@@ -1,0 +1,114 @@
+package consumer_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/envelope"
+)
+
+// seenMessage is what a handler saw of a delivery.
+type seenMessage struct {
+	id, queue, key string
+	first          time.Time
+	count          int
+}
+
+// TestIdentityAcrossMoves: a message spilled to overflow, moved to the
+// backlog, sent back after a Retry-After and redriven from the
+// dead-letter queue reaches the handler with the id the gateway answered,
+// the time it was first received and the caller's Idempotency-Key, every
+// time; a message fairq did not enqueue keeps its queue's id across a
+// move.
+func TestIdentityAcrossMoves(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			inBubble(t, kind, func(t *testing.T) { testIdentityAcrossMoves(t, kind) })
+		})
+	}
+}
+
+func testIdentityAcrossMoves(t *testing.T, kind string) {
+	b, names := setup(t, kind)
+	now := time.Now()
+	meta := envelope.Meta{EnqueuedAt: now.UnixMilli(), ID: "0190b3c4-7a1e-7c3d-9f00-5a6b7c8d9e0f", IdempotencyKey: "order-42"}
+	send(t, b, names.Live[0], msg{tenant: "acme", meta: &meta})
+	foreign := send(t, b, names.Live[1], msg{body: "from elsewhere"})
+
+	// The limiter spills each message once, to overflow, then to the
+	// backlog; the handler asks the fairq message to come back later,
+	// then fails it for good (one retry: the dead-letter queue).
+	var mu sync.Mutex
+	verdicts := map[string]int{}
+	limiter := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		verdicts[m.ID]++
+		switch verdicts[m.ID] {
+		case 1:
+			return consumer.Verdict{Action: consumer.Spill, Reason: "rate"}, nil
+		case 2:
+			return consumer.Verdict{Action: consumer.ToBacklog, Reason: "aged"}, nil
+		}
+		return consumer.Verdict{}, nil
+	})
+	seen := make(chan seenMessage, 100)
+	deliveries := 0
+	h := consumer.HandlerFunc(func(_ context.Context, m *consumer.Message) error {
+		seen <- seenMessage{m.ID, m.Queue, m.IdempotencyKey, m.FirstReceivedAt, m.ReceiveCount}
+		if m.ID != meta.ID {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch deliveries++; deliveries {
+		case 1:
+			return &consumer.RetryAfterError{After: time.Second}
+		case 2:
+			return errBoom
+		}
+		return nil
+	})
+	w := start(t, consumer.Config{Backend: b, Names: names, Handler: h, Limiter: limiter, MaxRetries: 1})
+	var fairq []seenMessage
+	for foreignSeen := false; len(fairq) < 2 || !foreignSeen; {
+		m := recv(t, seen, time.Minute, "delivery")
+		if m.id == meta.ID {
+			fairq = append(fairq, m)
+			continue
+		}
+		foreignSeen = true
+		if m.id != foreign || m.key != "" || m.queue != names.Backlog {
+			t.Errorf("a message fairq did not enqueue, after two moves: %+v, want id %s from %s", m, foreign, names.Backlog)
+		}
+	}
+	stop(t, w) // the dead letter is sent before it returns
+
+	// Redrive it, then deliver it once more.
+	r, err := consumer.NewRedriver(consumer.RedriveConfig{Backend: b, Names: names, Picker: picker{}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Redrive(context.Background(), "", 0); err != nil || n != 1 {
+		t.Fatalf("Redrive = %d, %v; want the one dead letter moved", n, err)
+	}
+	w = start(t, consumer.Config{Backend: b, Names: names, Handler: h})
+	fairq = append(fairq, recv(t, seen, time.Minute, "redriven delivery"))
+	stop(t, w)
+
+	for i, m := range fairq {
+		if m.id != meta.ID || m.key != "order-42" {
+			t.Errorf("delivery %d: id %q, Idempotency-Key %q; want %q, order-42", i+1, m.id, m.key, meta.ID)
+		}
+		if !m.first.Equal(fairq[0].first) || m.first.IsZero() {
+			t.Errorf("delivery %d: first received %v, want the first delivery's %v", i+1, m.first, fairq[0].first)
+		}
+	}
+	if fairq[0].queue != names.Backlog || fairq[1].queue != names.Backlog {
+		t.Errorf("first deliveries from %s and %s, want both from the backlog queue", fairq[0].queue, fairq[1].queue)
+	}
+}
