@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairq/fairq/dedupe"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -22,6 +23,10 @@ type inflight struct {
 
 	call chan struct{} // closed when the heartbeat call extending it ends; nil while none is under way
 	lost bool          // an extension failed for good: the receipt handle is no longer valid
+
+	// claim is the message's dedupe claim while its job runs: its id and
+	// the token the heartbeat renews its lease with; zero without one.
+	claim dedupe.Lease
 }
 
 // heartbeat is the watchdog that keeps held messages invisible while their
@@ -49,6 +54,7 @@ type heartbeat struct {
 	now         func() time.Time
 	log         *slog.Logger
 	metrics     *metrics
+	dedupe      Deduper // nil: no claims to renew
 
 	mu  sync.Mutex
 	set map[*inflight]struct{}
@@ -86,6 +92,14 @@ func (h *heartbeat) add(f *inflight) {
 func (h *heartbeat) dispatched(f *inflight, deadline time.Time) {
 	h.mu.Lock()
 	f.stopAt = deadline
+	h.mu.Unlock()
+}
+
+// claimed records f's dedupe claim, for the beats to renew; a zero lease
+// forgets it.
+func (h *heartbeat) claimed(f *inflight, l dedupe.Lease) {
+	h.mu.Lock()
+	f.claim = l
 	h.mu.Unlock()
 }
 
@@ -161,6 +175,32 @@ func (h *heartbeat) beat(ctx context.Context) {
 			exts = exts[len(chunk):]
 			h.extend(ctx, q, now, chunk)
 		}
+	}
+	h.renew(ctx)
+}
+
+// renew renews the dedupe claims of the running jobs, in one call: a
+// claim's lease is a visibility timeout, so that it lapses with the
+// message's visibility when the worker dies.
+func (h *heartbeat) renew(ctx context.Context) {
+	if h.dedupe == nil {
+		return
+	}
+	var leases []dedupe.Lease
+	h.mu.Lock()
+	for f := range h.set {
+		if f.claim.Token != "" {
+			leases = append(leases, f.claim)
+		}
+	}
+	h.mu.Unlock()
+	if len(leases) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, h.callTimeout)
+	defer cancel()
+	if err := h.dedupe.Renew(cctx, leases); err != nil && ctx.Err() == nil {
+		h.log.Warn("dedupe claims not renewed: a copy of a running message may run meanwhile", "n", len(leases), "err", err)
 	}
 }
 

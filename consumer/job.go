@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fairq/fairq/dedupe"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -108,7 +109,67 @@ func (j *job) run() {
 		j.drop(v.Reason)
 		return
 	}
+	if !j.claim() {
+		if v.Done != nil {
+			v.Done()
+		}
+		return
+	}
 	j.dispatch(age, v.Done)
+}
+
+// dedupeTimeout bounds a call to the Deduper on a job's path.
+const dedupeTimeout = 2 * time.Second
+
+// claim claims the message's id with the Deduper before it is pushed. It
+// reports whether the message is to run: not when a copy of it ran to
+// success (deleted without a push) or runs on another worker now (sent
+// back to its queue, delayed for the rest of that worker's lease, not
+// counted as a delivery). Without a Deduper, or when the claim fails,
+// the message runs.
+func (j *job) claim() bool {
+	w, d := j.w, j.d
+	if w.cfg.Dedupe == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(j.ctx, dedupeTimeout)
+	c, err := w.cfg.Dedupe.Claim(ctx, d.msg.ID)
+	cancel()
+	switch {
+	case err != nil:
+		return true // at least once: run it unclaimed
+	case c.Outcome == dedupe.Duplicate:
+		j.duplicate()
+		return false
+	case c.Outcome == dedupe.Running:
+		j.spill(d.queue, min(max(c.RetryAfter, time.Second), queue.MaxDelay), "running")
+		return false
+	}
+	w.hb.claimed(j.f, dedupe.Lease{ID: d.msg.ID, Token: c.Token})
+	return true
+}
+
+// resolveClaim tells the Deduper how the message's run ended: done after
+// a success, so that its copies are deleted; released otherwise, so that
+// the next delivery runs it.
+func (j *job) resolveClaim(success bool) {
+	w := j.w
+	l := j.f.claim
+	if w.cfg.Dedupe == nil || l.Token == "" {
+		return
+	}
+	w.hb.claimed(j.f, dedupe.Lease{})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.ctx), dedupeTimeout)
+	defer cancel()
+	var err error
+	if success {
+		err = w.cfg.Dedupe.Complete(ctx, l.ID, l.Token)
+	} else {
+		err = w.cfg.Dedupe.Release(ctx, l.ID, l.Token)
+	}
+	if err != nil {
+		w.log.Warn("dedupe claim not resolved; it lapses with its lease", "id", l.ID, "success", success, "err", err)
+	}
 }
 
 // dropAge returns the age past which a message of tenant is dropped; 0
@@ -144,6 +205,7 @@ func (j *job) dispatch(age time.Duration, done func()) {
 		w.cfg.ObserveFunc(took)
 	}
 
+	j.resolveClaim(err == nil)
 	if err == nil {
 		j.succeed()
 		return
@@ -212,6 +274,18 @@ func (j *job) drop(reason string) {
 		}
 		j.w.metrics.processed.WithLabelValues(outcomeDropped).Inc()
 		j.end()
+	})
+}
+
+// duplicate deletes a copy of a message that ran to success: it ends
+// nothing (the message it copies ended already).
+func (j *job) duplicate() {
+	j.w.hb.remove(j.f)
+	j.w.log.Info("duplicate deleted", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue)
+	j.w.deletes.add(j.d.queue, j.f.handle, func(err error) {
+		if err == nil {
+			j.w.metrics.processed.WithLabelValues(outcomeDuplicate).Inc()
+		}
 	})
 }
 

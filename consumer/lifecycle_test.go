@@ -282,3 +282,41 @@ func TestStopMidJob(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartThenSend: a worker stopped while its long polls wait lets
+// them finish rather than abandon them (SQS may hand an abandoned long
+// poll a message, which would then stay hidden for a visibility timeout),
+// and gives back at once what they bring: a message sent while it stops
+// reaches the worker started in its place within moments.
+func TestRestartThenSend(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			b, names := setup(t, kind)
+			idle := consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil })
+			old, err := consumer.New(consumer.Config{Backend: b, Names: names, Handler: idle, Logger: discard,
+				ReceiveWait: 3 * time.Second, VisibilityTimeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := old.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond) // past the first short receives: its loops long-poll
+			stopped := make(chan error, 1)
+			go func() { stopped <- old.Stop(context.Background()) }()
+			h, seen := recorder(func(int, *consumer.Message) error { return nil })
+			start(t, consumer.Config{Backend: b, Names: names, Handler: h, VisibilityTimeout: time.Minute})
+			time.Sleep(200 * time.Millisecond) // the old worker's polls still wait
+			sent := time.Now()
+			send(t, b, names.Live[0], msg{tenant: "acme"})
+			d := recv(t, seen, 30*time.Second, "delivery")
+			if took := d.at.Sub(sent); took > 2*time.Second {
+				t.Errorf("delivered %v after its send, want within 2 s (not after the visibility timeout)", took)
+			}
+			if err := <-stopped; err != nil {
+				t.Errorf("Stop = %v", err)
+			}
+		})
+	}
+}

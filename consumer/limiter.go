@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/fairq/fairq/dedupe"
 )
 
 // Action is what the worker does with a received message.
@@ -82,3 +84,17 @@ type Limiter interface {
 type BacklogCounter interface {
 	Done(ctx context.Context, tenant string, n int64) error
 }
+
+// Deduper remembers which messages ran, by id (dedupe.Memory,
+// dedupe.Redis).
+type Deduper interface {
+	Claim(ctx context.Context, id string) (dedupe.Claim, error)
+	Complete(ctx context.Context, id, token string) error
+	Release(ctx context.Context, id, token string) error
+	Renew(ctx context.Context, leases []dedupe.Lease) error
+}
+
+var (
+	_ Deduper = (*dedupe.Memory)(nil)
+	_ Deduper = (*dedupe.Redis)(nil)
+)

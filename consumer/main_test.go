@@ -98,6 +98,11 @@ func start(t testing.TB, cfg consumer.Config) *consumer.Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = discard
 	}
+	if cfg.ReceiveWait == 0 {
+		// A stopping worker lets its receives finish: short long polls
+		// keep the tests' stops short.
+		cfg.ReceiveWait = time.Second
+	}
 	w, err := consumer.New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

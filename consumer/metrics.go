@@ -14,6 +14,7 @@ const (
 	outcomeDeadLettered = "dead_lettered" // moved to the dead-letter queue
 	outcomeDropped      = "dropped"       // deleted unprocessed (drop_age or Limiter)
 	outcomeReleased     = "released"      // given back at shutdown
+	outcomeDuplicate    = "duplicate"     // a copy of a message that ran; deleted without a push
 )
 
 // metrics are the worker's Prometheus collectors. Labels are bounded: queue
@@ -56,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"queue"}),
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fairq_worker_processed_total",
-			Help: "Messages whose delivery ended, by outcome: success, retry, retry_after, dead_lettered, dropped, released.",
+			Help: "Messages whose delivery ended, by outcome: success, retry, retry_after, dead_lettered, dropped, released, duplicate.",
 		}, []string{"outcome"}),
 		spilled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fairq_worker_spilled_total",

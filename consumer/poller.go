@@ -220,9 +220,17 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			}
 		}
 		received := w.cfg.NowFunc()
-		msgs, err := w.cfg.Backend.Receive(ctx, p.queue, queue.ReceiveOptions{
-			Max: n, Wait: wait, Visibility: w.cfg.VisibilityTimeout,
-		})
+		msgs, err := w.receive(p.queue, queue.ReceiveOptions{Max: n, Wait: wait, Visibility: w.cfg.VisibilityTimeout})
+		if ctx.Err() != nil {
+			// Stopping: what the receive brought is not started but
+			// given back at once.
+			w.giveBack(p.queue, msgs)
+			release(n)
+			if watching {
+				w.watching.Add(-1)
+			}
+			return
+		}
 		returned := w.cfg.NowFunc()
 		since := returned.Sub(lastReturn) // the cycle these messages arrived in
 		if lastReturn.IsZero() {
@@ -288,6 +296,33 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			return
 		}
 		setBatch(true)
+	}
+}
+
+// receiveSlack is what a receive may take beyond its long-poll wait
+// before it is given up.
+const receiveSlack = 10 * time.Second
+
+// receive makes one receive call. Stopping the worker does not cut it
+// short: a long poll abandoned by its client may still be handed messages
+// by SQS, which would stay hidden for a visibility timeout, so the call is
+// let finish (at most its wait) and what it brings is given back. Only a
+// kill (a crash, in tests) or receiveSlack past the wait ends it.
+func (w *Worker) receive(q string, opts queue.ReceiveOptions) ([]queue.Message, error) {
+	ctx, cancel := context.WithTimeout(w.runCtx, opts.Wait+receiveSlack)
+	defer cancel()
+	return w.cfg.Backend.Receive(ctx, q, opts)
+}
+
+// giveBack makes received messages visible again at once, batched: the
+// worker is stopping and will not start them.
+func (w *Worker) giveBack(q string, msgs []queue.Message) {
+	for _, m := range msgs {
+		w.changes.add(q, queue.VisibilityChange{ReceiptHandle: m.ReceiptHandle}, func(err error) {
+			if err == nil {
+				w.metrics.processed.WithLabelValues(outcomeReleased).Inc()
+			}
+		})
 	}
 }
 

@@ -136,7 +136,7 @@ func TestIdleReceives(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, names := setup(t, "memory")
 		reg := prometheus.NewRegistry()
-		w := start(t, consumer.Config{Backend: b, Names: names, Registerer: reg,
+		w := start(t, consumer.Config{Backend: b, Names: names, Registerer: reg, ReceiveWait: consumer.ReceiveWaitDefault,
 			Handler: consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil })})
 		time.Sleep(time.Minute)
 		stop(t, w)

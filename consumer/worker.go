@@ -92,6 +92,13 @@ type Config struct {
 	// Limiter decides per message whether it runs now (package
 	// throttle); nil runs everything.
 	Limiter Limiter
+	// Dedupe, if not nil, remembers the messages run (package dedupe):
+	// before a message is pushed its id is claimed, and a copy of a
+	// message that ran is deleted without a push
+	// (fairq_worker_processed_total{outcome="duplicate"}). The claims'
+	// leases are renewed by the heartbeat. A claim that fails (Redis
+	// unreachable) runs the message: delivery stays at least once.
+	Dedupe Deduper
 	// Backlog is told when a message ends; nil keeps no counters. Its
 	// Done calls are made apart from the deletes, aggregated per tenant,
 	// so that a counter that does not answer never delays a delete; a
@@ -242,8 +249,11 @@ type Worker struct {
 	mu      sync.Mutex
 	started bool
 	kill    context.CancelFunc
-	stopCh  chan context.Context // size 1: the grace of the first Stop
-	done    chan struct{}        // closed when everything has ended
+	// runCtx lives until the worker is killed or has stopped: the context
+	// of receive calls, which a graceful stop lets finish.
+	runCtx context.Context
+	stopCh chan context.Context // size 1: the grace of the first Stop
+	done   chan struct{}        // closed when everything has ended
 
 	pollers sync.WaitGroup
 	jobs    sync.WaitGroup
@@ -272,6 +282,7 @@ func New(cfg Config) (*Worker, error) {
 		done:        make(chan struct{}),
 	}
 	w.hb = newHeartbeat(cfg.Backend, cfg.VisibilityTimeout, cfg.HeartbeatInterval, cfg.NowFunc, w.log, m)
+	w.hb.dedupe = cfg.Dedupe
 	w.deletes = newBatcher(cfg.BatchWindow, w.deleteBatch)
 	w.changes = newBatcher(cfg.BatchWindow, w.changeBatch)
 	w.sends = newBatcher(cfg.BatchWindow, w.sendBatch)
@@ -295,6 +306,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	// jobs are cancelled and their messages left to come back after their
 	// visibility timeout. Only tests use it, to play a crash.
 	ctx, w.kill = context.WithCancel(context.WithoutCancel(ctx))
+	w.runCtx = ctx
 
 	pollCtx, stopPolling := context.WithCancel(ctx)
 	jobCtx, cancelJobs := context.WithCancelCause(ctx)
@@ -325,7 +337,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.spawn(pollCtx, jobCtx, loops...)
 
-	// The supervisor owns the shutdown, in this order: stop receiving;
+	// The supervisor owns the shutdown, in this order: stop issuing
+	// receives, let those under way finish and give back what they bring;
 	// let jobs finish within the grace period, then cancel the rest,
 	// whose messages are given back at visibility 0; stop the heartbeat
 	// once no job holds a message; flush the moves, then the visibility
@@ -339,9 +352,12 @@ func (w *Worker) Start(ctx context.Context) error {
 		case grace = <-w.stopCh:
 		}
 		stopPolling()
-		w.pollers.Wait()
+		// The receives under way finish meanwhile (see receive), and what
+		// they bring is given back; no job starts after the last loop
+		// ended.
 		jobsDone := make(chan struct{})
 		go func() {
+			w.pollers.Wait()
 			w.jobs.Wait()
 			close(jobsDone)
 		}()

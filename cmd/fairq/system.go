@@ -17,8 +17,10 @@ import (
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/dedupe"
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/schedule"
 	"github.com/fairq/fairq/sharding"
@@ -60,6 +62,9 @@ type system struct {
 	backend  queue.Backend
 	names    queue.Names
 	redis    *redis.Client // nil without Redis
+	// degrade holds fairq_redis_degraded and fairq_redis_fallback_total,
+	// registered once and shared by every part that depends on Redis.
+	degrade *degrade.Metrics
 
 	tenants   *tenant.Registry
 	backlog   *backlog.Counter // nil when no count can be shared: see newSystem
@@ -88,6 +93,10 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 	}
 	s := &system{role: r, cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), names: queueNames(cfg)}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var err error
+	if s.degrade, err = degrade.NewMetrics(s.registry); err != nil {
+		return nil, err
+	}
 	b, err := openBackend(ctx, cfg, logger, s.registry)
 	if err != nil {
 		return nil, err
@@ -334,6 +343,7 @@ func (s *system) withWorker(h consumer.Handler) error {
 		DropAge:                w.DropAge,
 		TenantDropAge:          s.tenantDropAge(),
 		Limiter:                limiter,
+		Dedupe:                 s.deduper(),
 		Backlog:                counts,
 		ObserveFunc:            s.autoscaling.Observe,
 		Logger:                 s.logger,
@@ -364,6 +374,30 @@ func (s *system) withWorker(h consumer.Handler) error {
 		return fmt.Errorf("scheduler: %w", err)
 	}
 	return nil
+}
+
+// deduper returns the worker's memory of the messages it ran: in Redis for
+// the fleet, else in this process; nil when worker.dedupe_window is 0s.
+// A claim's lease is the visibility timeout, renewed by the heartbeat, so
+// that a dead worker's claims lapse with its messages' visibility.
+func (s *system) deduper() consumer.Deduper {
+	w := s.cfg.Worker
+	if w.DedupeWindow <= 0 {
+		return nil
+	}
+	if s.redis == nil {
+		return dedupe.NewMemory(dedupe.MemoryConfig{Window: w.DedupeWindow, Lease: w.VisibilityTimeout})
+	}
+	d, _ := dedupe.NewRedis(dedupe.RedisConfig{ // cannot fail: the client is set
+		Client: s.redis, Prefix: s.keyPrefix(), Window: w.DedupeWindow, Lease: w.VisibilityTimeout,
+		Dependency: degrade.New(degrade.Config{
+			Component: "worker_dedupe",
+			Metrics:   s.degrade,
+			Logger:    s.logger,
+			Down:      "redis unreachable; messages run without de-duplication until it is back (fail open)",
+		}),
+	})
+	return d
 }
 
 // pushHandler returns the handler that POSTs each message to the

@@ -41,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"component"}),
 		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fairq_redis_fallback_total",
-			Help: "Operations answered without Redis, from local state or refused, because Redis was unreachable, by component.",
+			Help: "Operations answered from local state because Redis was unreachable, by component.",
 		}, []string{"component"}),
 	}
 	if reg != nil {
