@@ -1,6 +1,6 @@
 // Package sim is a discrete-event simulator of fairq's queue pool that
 // shows, in numbers and a chart, the isolation shuffle sharding buys
-// (`fairq sim`).
+// (`fairq-sim`).
 //
 // Tenants send messages as Poisson processes into a pool of N queues; a
 // fleet of consumers serves them. One tenant is noisy (by default 100× a

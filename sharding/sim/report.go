@@ -45,7 +45,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	c := r.Config
 	noisy := r.Tenants[len(r.Tenants)-1]
 	var b strings.Builder
-	fmt.Fprintf(&b, "fairq sim: seed %d, N=%d queues, shards of k=%d; %d quiet tenants at %s msg/s, 1 noisy at %s msg/s (%s×)\n",
+	fmt.Fprintf(&b, "fairq-sim: seed %d, N=%d queues, shards of k=%d; %d quiet tenants at %s msg/s, 1 noisy at %s msg/s (%s×)\n",
 		c.Seed, c.Queues, c.ShardSize, c.Quiet, num(c.QuietRate), num(noisy.Rate), num(c.NoisyFactor))
 	fmt.Fprintf(&b, "consumers: %d slots × %s mean %s service = %s msg/s (%s× the quiet total); %s of sending, then drained; depth poll every %s\n\n",
 		r.Workers, c.Service, c.ServiceDist, num(float64(r.Workers)/c.Service.Seconds()), num(c.Capacity), c.Duration, c.Poll)
