@@ -22,11 +22,11 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: fairq-sim [flags]
 
-Simulates tenants sending into a pool of N queues, one of them noisy, under
-four strategies (one shared queue, hash to one queue, shuffle shard with a
-random queue, shuffle shard with the shallowest queue), each with and
-without the noisy tenant, and reports every quiet tenant's latency against
-its own baseline. Deterministic for a seed.
+Simulates tenants sending into a pool of N queues, one of them (or
+--noisy-tenants) noisy, under four strategies (one shared queue, hash to one
+queue, shuffle shard with a random queue, shuffle shard with the shallowest
+queue), each with and without the noisy tenants, and reports every quiet
+tenant's latency against its own baseline. Deterministic for a seed.
 
 Flags:
 `)
@@ -42,7 +42,8 @@ Flags:
 	fs.IntVar(&cfg.ShardSize, "shard", sim.ShardSizeDefault, "k, the queues of a tenant's shard")
 	fs.IntVar(&cfg.Quiet, "quiet", sim.QuietDefault, "quiet tenants")
 	fs.Float64Var(&cfg.QuietRate, "quiet-rate", sim.QuietRateDefault, "messages/s of each quiet tenant")
-	fs.Float64Var(&cfg.NoisyFactor, "noisy", sim.NoisyFactorDefault, "the noisy tenant's rate as a multiple of a quiet tenant's")
+	fs.IntVar(&cfg.Noisy, "noisy-tenants", sim.NoisyDefault, "noisy tenants")
+	fs.Float64Var(&cfg.NoisyFactor, "noisy", sim.NoisyFactorDefault, "each noisy tenant's rate as a multiple of a quiet tenant's")
 	fs.Float64Var(&cfg.Capacity, "capacity", sim.CapacityDefault, "consumer capacity as a multiple of the total quiet rate")
 	fs.DurationVar(&cfg.Service, "service", sim.ServiceDefault, "mean service time of a message")
 	fs.StringVar(&cfg.ServiceDist, "service-dist", sim.ServiceExp, "service time distribution: exp or fixed")

@@ -15,7 +15,7 @@ import (
 )
 
 // Colours of the chart: a quiet tenant's by how much of its shard it
-// shares with the noisy tenant, a strategy's line by how much it shares.
+// shares with the noisy tenants, a strategy's line by how much it shares.
 var (
 	colorNone    = chart.Blue
 	colorPartial = chart.Orange
@@ -34,9 +34,9 @@ var (
 
 // WritePNG draws the result as a PNG: on the left, every quiet tenant's p99
 // under each strategy, coloured by how much of its shard it shares with the
-// noisy tenant, against the baseline; on the right, the median quiet
+// noisy tenants, against the baseline; on the right, the median quiet
 // tenant's p99 by time of sending, which climbs without end where the
-// noisy tenant's backlog is in the way.
+// noisy tenants' backlog is in the way.
 func (r *Result) WritePNG(w io.Writer) error {
 	left, err := r.tenantPlot()
 	if err != nil {
@@ -58,8 +58,13 @@ func (r *Result) WritePNG(w io.Writer) error {
 func (r *Result) tenantPlot() (*plot.Plot, error) {
 	c := r.Config
 	p := plot.New()
-	chart.Title(p, fmt.Sprintf("p99 latency of each quiet tenant, with one tenant at %s× a quiet one's rate\nN = %d queues, shards of k = %d, %d quiet tenants, consumers at %s× the quiet load",
-		num(c.NoisyFactor), c.Queues, c.ShardSize, c.Quiet, num(c.Capacity)), vg.Points(13))
+	noisy := "one tenant"
+	if c.Noisy > 1 {
+		noisy = fmt.Sprintf("%d tenants", c.Noisy)
+	}
+	theNoisy, _ := c.theNoisy()
+	chart.Title(p, fmt.Sprintf("p99 latency of each quiet tenant, with %s at %s× a quiet one's rate\nN = %d queues, shards of k = %d, %d quiet tenants, consumers at %s× the quiet load",
+		noisy, num(c.NoisyFactor), c.Queues, c.ShardSize, c.Quiet, num(c.Capacity)), vg.Points(13))
 	axisFonts(p)
 	p.Y.Label.Text = "p99 latency, send to end of service (log scale)"
 	chart.LogSeconds(&p.Y, chart.DenseTicks)
@@ -78,11 +83,11 @@ func (r *Result) tenantPlot() (*plot.Plot, error) {
 		color color.Color
 		glyph draw.GlyphDrawer
 	}{
-		{classNone, "no queue in common with the noisy tenant", colorNone, draw.CircleGlyph{}},
+		{classNone, "no queue in common with " + theNoisy, colorNone, draw.CircleGlyph{}},
 		{classPartial, "some queues in common", colorPartial, draw.TriangleGlyph{}},
 		{classWhole, "whole shard (or queue) in common", colorWhole, draw.SquareGlyph{}},
 	}
-	quiet := len(r.Tenants) - 1
+	quiet := c.Quiet
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, cl := range classes {
 		var pts plotter.XYs
@@ -130,7 +135,7 @@ func (r *Result) tenantPlot() (*plot.Plot, error) {
 			}
 			p.Add(l)
 			if x == 0 {
-				label := "p99 without the noisy tenant (median)"
+				label := "p99 without " + theNoisy + " (median)"
 				if ln.dashed {
 					label = fmt.Sprintf("hurt above %s× that", num(c.Hurt))
 				}
@@ -164,6 +169,7 @@ func (r *Result) tenantPlot() (*plot.Plot, error) {
 func (r *Result) timePlot() (*plot.Plot, error) {
 	c := r.Config
 	p := plot.New()
+	theNoisy, _ := c.theNoisy()
 	chart.Title(p, "p99 of the median quiet tenant, by time of sending\n(every message is served: the queues drain after the run)", vg.Points(13))
 	axisFonts(p)
 	p.X.Label.Text = "minute of the run in which the message was sent"
@@ -202,7 +208,7 @@ func (r *Result) timePlot() (*plot.Plot, error) {
 		}
 		l.Color, l.Width, l.Dashes = colorGrey, vg.Points(1.5), []vg.Length{vg.Points(5), vg.Points(3)}
 		p.Add(l)
-		p.Legend.Add("any strategy, without the noisy tenant", l)
+		p.Legend.Add("any strategy, without "+theNoisy, l)
 	}
 	p.X.Min, p.X.Max = 0, c.Duration.Minutes()
 	p.Y.Min, p.Y.Max = lo/1.5, hi*15

@@ -6,8 +6,9 @@
 // fleet of consumers serves them. One tenant is noisy (by default 100× a
 // quiet tenant's rate, with consumers at 2× the total quiet rate, so the
 // system is overloaded and every queue the noisy tenant writes to grows
-// without bound). Each run is made twice, with and without the noisy
-// tenant, under four strategies of queue choice:
+// without bound), or several are (Config.Noisy). Each run is made twice,
+// with and without the noisy tenants, under four strategies of queue
+// choice:
 //
 //   - shared: every tenant on one queue;
 //   - hash: each tenant on one queue, by hash of its id;
@@ -29,8 +30,10 @@
 // FIFO, draining changes nothing; a message stuck behind the noisy tenant
 // in a queue of a pool may be served somewhat sooner than it would be if
 // the noisy tenant kept sending (its queue gets the whole fleet once the
-// others run dry), so harm is if anything understated. A quiet tenant is hurt when its p99 latency exceeds
-// Config.Hurt times its p99 in the same run without the noisy tenant. Every
+// others run dry), so harm is if anything understated. A quiet tenant is
+// hurt when its p99 latency exceeds Config.Hurt times its p99 in the same
+// run without the noisy tenants. With several noisy tenants, a quiet
+// tenant's queues in common are those it shares with any of them. Every
 // random draw comes from PCG streams seeded by Config.Seed, one per tenant
 // and purpose, so the same seed gives the same result, and the runs with
 // and without the noisy tenant, and the strategies, see the same quiet

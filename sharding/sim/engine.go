@@ -14,14 +14,14 @@ const (
 )
 
 // engine is one simulated run: one strategy, with or without the noisy
-// tenant.
+// tenants.
 type engine struct {
 	cfg      Config
 	strategy Strategy
 	end      float64 // cfg.Duration in seconds
 	window   float64 // length of a latency window, seconds
 
-	rates  []float64        // by tenant; 0 for the absent noisy tenant
+	rates  []float64        // by tenant; 0 for absent noisy tenants
 	shards []sharding.Shard // by tenant: the queues it may use
 	arrive []*rand.Rand     // by tenant
 	pick   []*rand.Rand     // by tenant
@@ -75,7 +75,7 @@ func newEngine(cfg Config, strategy Strategy, shards []sharding.Shard, withNoisy
 	}
 	for i := range nt {
 		e.rates[i] = cfg.QuietRate
-		if i == cfg.Quiet {
+		if i >= cfg.Quiet {
 			e.rates[i] = 0
 			if withNoisy {
 				e.rates[i] = cfg.QuietRate * cfg.NoisyFactor
