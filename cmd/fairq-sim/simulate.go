@@ -21,6 +21,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: fairq-sim [flags]
+       fairq-sim sweep [flags]   sizes a pool (fairq-sim sweep -h)
 
 Simulates tenants sending into a pool of N queues, one of them (or
 --noisy-tenants) noisy, under four strategies (one shared queue, hash to one

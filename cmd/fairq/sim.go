@@ -10,6 +10,7 @@ import (
 // command stays, so that a script that calls it learns where it went.
 const simMoved = `fairq sim: the shuffle-sharding simulator is its own command, fairq-sim, with the same flags:
   go run ./cmd/fairq-sim [flags]         (fairq-sim -h lists them)
+  go run ./cmd/fairq-sim sweep [flags]   (sizes a pool: N and k for a number of tenants)
 `
 
 // runSimMoved is `fairq sim`: it says where the simulator went and exits 2.

@@ -324,8 +324,11 @@ func dur(s float64) string {
 	return fmt.Sprintf("%.1fmin", s/60)
 }
 
-func thousands(n int) string {
-	s := strconv.Itoa(n)
+func thousands(n int) string { return digitGroups(strconv.Itoa(n)) }
+
+// digitGroups puts a comma between groups of three digits of a whole
+// number.
+func digitGroups(s string) string {
 	var b strings.Builder
 	for i, c := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {
