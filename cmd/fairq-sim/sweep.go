@@ -41,7 +41,7 @@ Flags:
 		tolerance                            string
 	)
 	fs.Uint64Var(&cfg.Seed, "seed", d.Seed, "random seed: the same seed gives the same result")
-	fs.BoolVar(&long, "long", false, "the longer sweep: N up to 256, k up to 4, up to 10,000 tenants, 0.1% and 1% noisy, 30 s runs (minutes)")
+	fs.BoolVar(&long, "long", false, "the longer sweep: N up to 256, k up to 4, up to 10,000 tenants, 0.1% and 1% noisy, 20 s runs (minutes)")
 	fs.StringVar(&queues, "queues", ints(d.Queues), "N of the pools swept, comma-separated")
 	fs.StringVar(&shards, "shards", ints(d.ShardSizes), "k of the pools swept, comma-separated")
 	fs.StringVar(&tenants, "tenants", ints(d.Tenants), "tenant counts, comma-separated")

@@ -109,8 +109,18 @@ func run(ctx context.Context, cfg Config, pairs int) (*Result, error) {
 	}
 	pool, _ := sharding.NewPool(cfg.Queues, cfg.ShardSize)
 	hash, _ := sharding.NewPool(cfg.Queues, 1)
-	res := &Result{Config: cfg, Workers: cfg.workers(), PairsSampled: pairs, Tenants: tenants(cfg, pool, hash)}
+	return simulate(ctx, cfg, pool, hash, tenants(cfg, pool, hash), pairs)
+}
+
+// simulate runs the experiment of cfg, with its defaults and valid, on
+// ts, tenants of pool and hash.
+func simulate(ctx context.Context, cfg Config, pool, hash *sharding.Pool, ts []Tenant, pairs int) (*Result, error) {
+	res := &Result{Config: cfg, Workers: cfg.workers(), PairsSampled: pairs, Tenants: ts}
 	res.Odds = odds(cfg, pool, res.Tenants, pairs)
+	rates := make([]float64, len(ts))
+	for i, t := range ts {
+		rates[i] = t.Rate
+	}
 
 	type job struct {
 		run   int
@@ -131,7 +141,7 @@ func run(ctx context.Context, cfg Config, pairs int) (*Result, error) {
 		}
 		for _, j := range []job{{r, true}, {r, false}} {
 			g.Go(func() error {
-				e := newEngine(cfg, s, shards, j.noisy)
+				e := newEngine(cfg, s, shards, rates, j.noisy)
 				if err := e.run(gctx); err != nil {
 					return err
 				}

@@ -245,10 +245,13 @@ func TestRoundRobin(t *testing.T) {
 	cfg := Config{Seed: 1, Queues: 8, ShardSize: 8, Duration: time.Minute}.withDefaults()
 	pool, _ := sharding.NewPool(cfg.Queues, cfg.ShardSize)
 	shards := make([]sharding.Shard, cfg.Quiet+1)
+	rates := make([]float64, cfg.Quiet+1)
 	for i := range shards {
 		shards[i] = pool.Shard("t")
+		rates[i] = cfg.QuietRate
 	}
-	e := newEngine(cfg, ShardRandom, shards, true)
+	rates[cfg.Quiet] *= cfg.NoisyFactor
+	e := newEngine(cfg, ShardRandom, shards, rates, true)
 	if err := e.run(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -53,25 +53,27 @@ func SweepDefault() SweepConfig {
 }
 
 // SweepLong is a longer sweep: more pools, up to 10,000 tenants, 0.1% and
-// 1% of them noisy, and runs three times as long, in minutes.
+// 1% of them noisy, and runs twice as long, in minutes.
 func SweepLong() SweepConfig {
 	c := SweepDefault()
 	c.Queues = []int{8, 16, 32, 64, 100, 128, 256}
 	c.ShardSizes = []int{2, 3, 4}
 	c.Tenants = []int{100, 1000, 10000}
 	c.NoisyShares = []float64{0.001, 0.01}
-	c.Duration = 30 * time.Second
+	c.Duration = 20 * time.Second
 	return c
 }
 
-// sweepOverload is how far the noisy tenants overload the queues they use.
-// A set of noisy tenants whose shards cover v queues sends into them from
-// at least v/k tenants; with every covered queue backlogged, the consumers'
-// round robin gives each at most capacity/u, u the queues covered in all.
-// So each noisy tenant sending sweepOverload·k/u times the capacity fills
-// every covered queue faster than it drains, which is what makes a quiet
-// tenant whose queues are all covered hurt; and no faster than needed,
-// which keeps the sweep quick.
+// sweepOverload is the noisy tenants' load in a sweep, as a multiple of
+// the consumers' capacity C. The consumers take the non-empty queues in
+// turn, so with all u queues the noisy tenants cover backlogged each
+// drains at C/u at most. The noisy tenants are split into groups that
+// share queues (a tenant sends only to its own shard, and the shallowest
+// of it, which keeps a group's queues level); a group covering v queues
+// sends sweepOverload·C·v/u, more than they can drain, so every covered
+// queue grows without bound, which is what hurts a quiet tenant all of
+// whose queues are covered. In all the noisy tenants send
+// sweepOverload·C, whatever their number: the sweep stays quick.
 const sweepOverload = 1.5
 
 func (c SweepConfig) withDefaults() SweepConfig {
@@ -167,9 +169,6 @@ type PoolResult struct {
 	// Hurt, the quiet tenants the simulation hurt. Both are -1 without the
 	// simulation.
 	Drawn, Hurt int
-	// NoisyFactor is each noisy tenant's rate as a multiple of a quiet
-	// tenant's in the simulation.
-	NoisyFactor float64
 }
 
 // Sizing is a pool and the share of quiet tenants it is expected to leave
@@ -242,24 +241,77 @@ func sweepPool(ctx context.Context, sc SweepConfig, tenantCount, noisy, n, k int
 		Duration:   sc.Duration,
 		Strategies: []Strategy{ShardShallowest},
 	}.withDefaults()
+	// The noisy tenants' mean factor, for the config's own checks; each
+	// one's rate is set below.
+	capacity := cfg.Capacity * float64(cfg.Quiet) * cfg.QuietRate
+	cfg.NoisyFactor = sweepOverload * capacity / float64(noisy) / cfg.QuietRate
 	if err := cfg.validate(); err != nil {
 		return p, 0, err
 	}
-	// The noisy tenants' rate depends on the queues their shards cover
-	// (sweepOverload); the shards depend only on the tenants' ids.
 	pool, _ := sharding.NewPool(n, k)
 	hash, _ := sharding.NewPool(n, 1)
 	ts := tenants(cfg, pool, hash)
-	covered := coverOf(n, ts, shardsOf(ts)).size()
-	cfg.NoisyFactor = sweepOverload * float64(k) / float64(covered) * cfg.Capacity * float64(cfg.Quiet)
-	p.NoisyFactor = cfg.NoisyFactor
-	res, err := run(ctx, cfg, 0)
+	setNoisyRates(n, ts, sweepOverload*capacity)
+	res, err := simulate(ctx, cfg, pool, hash, ts, 0)
 	if err != nil {
 		return p, 0, err
 	}
 	p.Drawn = res.Odds[k].Observed
 	p.Hurt = res.Runs[0].QuietHurt
 	return p, res.Messages, nil
+}
+
+// setNoisyRates shares a load of total messages/s among the noisy tenants
+// of ts, in a pool of n queues: the tenants whose shards share queues,
+// directly or through others, form a group, each group sends the share of
+// total that its queues are of all the queues the noisy tenants cover, and
+// its tenants send alike (sweepOverload says why).
+func setNoisyRates(n int, ts []Tenant, total float64) {
+	// Union-find over the noisy tenants, joined through the queues.
+	parent := make([]int, len(ts))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		if parent[i] != i {
+			parent[i] = find(parent[i])
+		}
+		return parent[i]
+	}
+	owner := make([]int, n) // a noisy tenant using the queue, +1; 0 for none
+	for i, t := range ts {
+		if !t.Noisy {
+			continue
+		}
+		for q := range t.Shard.Len() {
+			queue := t.Shard.Queue(q)
+			if o := owner[queue]; o > 0 {
+				parent[find(i)] = find(o - 1)
+			} else {
+				owner[queue] = i + 1
+			}
+		}
+	}
+	tenants, queues := map[int]int{}, map[int]int{}
+	covered := 0
+	for _, o := range owner {
+		if o > 0 {
+			queues[find(o-1)]++
+			covered++
+		}
+	}
+	for i, t := range ts {
+		if t.Noisy {
+			tenants[find(i)]++
+		}
+	}
+	for i, t := range ts {
+		if t.Noisy {
+			g := find(i)
+			ts[i].Rate = total * float64(queues[g]) / float64(covered) / float64(tenants[g])
+		}
+	}
 }
 
 // Fewest returns, for each shard size k from 1 to maxShardSize, the fewest

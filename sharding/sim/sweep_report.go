@@ -23,9 +23,9 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 	if !c.NoSimulation {
 		fmt.Fprintf(&b, "drawn        the quiet tenants of the simulation whose ids hash to such a shard\n")
 		fmt.Fprintf(&b, "simulated    the quiet tenants the simulation hurt (p99 over %s× their p99 without the noisy tenants): quiet tenants\n", num(HurtDefault))
-		fmt.Fprintf(&b, "             at %s msg/s for %s, consumers at %s× their load, each noisy tenant at %s·k/u× the consumers' capacity\n",
+		fmt.Fprintf(&b, "             at %s msg/s for %s, consumers at %s× their load, the noisy tenants together at %s× the consumers'\n",
 			num(c.QuietRate), c.Duration, num(CapacityDefault), num(sweepOverload))
-		fmt.Fprintf(&b, "             (u: the queues the noisy tenants' shards cover), so that every one of those queues grows without bound;\n")
+		fmt.Fprintf(&b, "             capacity, shared so that every queue they cover grows without bound;\n")
 		fmt.Fprintf(&b, "             more than drawn where the noisy tenants cover most of the pool: the consumers take the queues in turn,\n")
 		fmt.Fprintf(&b, "             and the few queues left, each served 1/N of the time, cannot carry the quiet tenants crowded onto them\n")
 	}

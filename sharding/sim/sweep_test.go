@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -307,5 +308,56 @@ func TestSweepSeveralNoisy(t *testing.T) {
 	if k2, k3 := g.Pools[0], g.Pools[1]; k3.Hurt >= k2.Hurt {
 		t.Errorf("hurt %d with k=2, %d with k=3; want fewer with k=3 (expected %s and %s)",
 			k2.Hurt, k3.Hurt, k2.Expected.FloatString(4), k3.Expected.FloatString(4))
+	}
+}
+
+// shardNamed returns a tenant id whose shard in pool is want, such as
+// "[0 1]", and that shard.
+func shardNamed(t *testing.T, pool *sharding.Pool, want string) (string, sharding.Shard) {
+	t.Helper()
+	for i := range 100_000 {
+		id := "t" + strconv.Itoa(i)
+		if s := pool.Shard(id); s.String() == want {
+			return id, s
+		}
+	}
+	t.Fatalf("no tenant id with shard %s", want)
+	return "", sharding.Shard{}
+}
+
+// TestSetNoisyRates: noisy tenants that share queues, directly or through
+// another, send as a group the share of the load that their queues are of
+// all those the noisy tenants cover; quiet tenants keep their rate.
+func TestSetNoisyRates(t *testing.T) {
+	t.Parallel()
+	pool, err := sharding.NewPool(8, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []Tenant
+	for _, c := range []struct {
+		shard string
+		noisy bool
+	}{
+		{"[0 1]", false}, // quiet, on queues a noisy tenant uses: no part in the grouping
+		{"[0 1]", true},  // a: with b through queue 1
+		{"[1 2]", true},  // b: with c through queue 2
+		{"[2 3]", true},  // c
+		{"[5 6]", true},  // d: alone
+		{"[6 7]", false}, // quiet
+	} {
+		id, s := shardNamed(t, pool, c.shard)
+		ts = append(ts, Tenant{ID: id, Noisy: c.noisy, Rate: 10, Shard: s})
+	}
+	setNoisyRates(8, ts, 120)
+	// a, b and c cover queues 0–3, d queues 5 and 6: 6 queues covered, so
+	// a, b and c share 4/6 of 120 and d has 2/6 of it.
+	got := make([]float64, len(ts))
+	for i, tn := range ts {
+		got[i] = tn.Rate
+	}
+	want := []float64{10, 80.0 / 3, 80.0 / 3, 80.0 / 3, 40, 10}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
+		t.Errorf("rates (-want +got):\n%s", diff)
 	}
 }
