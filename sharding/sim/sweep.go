@@ -314,6 +314,17 @@ func setNoisyRates(n int, ts []Tenant, total float64) {
 	}
 }
 
+// FreeShare is the expected share of a pool of n queues that no shard of k
+// of noisy tenants uses: each queue escapes each shard with probability
+// 1 − k/n. The consumers take the non-empty queues in turn, so the queues
+// the noisy tenants fill take 1 − FreeShare of the consumers whatever
+// their load, and the quiet tenants get the rest: consumers below
+// 1/FreeShare times the quiet load leave the quiet tenants' queues
+// growing too.
+func FreeShare(n, k, noisy int) float64 {
+	return math.Pow(1-float64(k)/float64(n), float64(noisy))
+}
+
 // Fewest returns, for each shard size k from 1 to maxShardSize, the fewest
 // queues up to maxQueues with which at most tolerance of the quiet
 // tenants are expected to have all their queues among those of the noisy

@@ -25,12 +25,13 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "simulated    the quiet tenants the simulation hurt (p99 over %s× their p99 without the noisy tenants): quiet tenants\n", num(HurtDefault))
 		fmt.Fprintf(&b, "             at %s msg/s for %s, consumers at %s× their load, the noisy tenants together at %s× the consumers'\n",
 			num(c.QuietRate), c.Duration, num(CapacityDefault), num(sweepOverload))
-		fmt.Fprintf(&b, "             capacity, shared so that every queue they cover grows without bound;\n")
-		fmt.Fprintf(&b, "             more than drawn where the noisy tenants cover most of the pool: the consumers take the queues in turn,\n")
-		fmt.Fprintf(&b, "             and the few queues left, each served 1/N of the time, cannot carry the quiet tenants crowded onto them\n")
+		fmt.Fprintf(&b, "             capacity, shared so that every queue they cover grows without bound. More are hurt than drawn where\n")
+		fmt.Fprintf(&b, "             the queues left free cannot carry the quiet load: the consumers take the queues in turn, so the free\n")
+		fmt.Fprintf(&b, "             ones get their number ÷ N of the consumers, under half when the noisy tenants cover half the pool\n")
 	}
-	fmt.Fprintf(&b, "recommended  the fewest queues N (the worker polls each) whose expected share is at most %s, for k ≤ %d and N ≤ %d\n",
+	fmt.Fprintf(&b, "recommended  the fewest queues N (the worker polls each) whose expected share is at most %s, for k ≤ %d and N ≤ %d;\n",
 		share(c.Tolerance), c.MaxShardSize, c.MaxQueues)
+	fmt.Fprintf(&b, "             and the consumers it needs: the quiet load ÷ the share of the queues the noisy tenants leave free\n")
 	for _, g := range r.Groups {
 		q := g.Quiet()
 		fmt.Fprintf(&b, "\n%d tenants, %d noisy (%s):\n", g.Tenants, g.Noisy, share(float64(g.Noisy)/float64(g.Tenants)))
@@ -58,8 +59,11 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 		for i, s := range g.Fewest {
 			fewest[i] = fmt.Sprintf("k=%d N=%d", s.ShardSize, s.Queues)
 		}
-		fmt.Fprintf(&b, "  recommended: N=%d, k=%d (%s expected); the fewest queues for each k: %s\n",
-			g.Recommended.Queues, g.Recommended.ShardSize, share(e), strings.Join(fewest, ", "))
+		rec := g.Recommended
+		free := FreeShare(rec.Queues, rec.ShardSize, g.Noisy)
+		fmt.Fprintf(&b, "  recommended: N=%d, k=%d, %s expected; the noisy tenants leave %s of its queues free, so the consumers need\n",
+			rec.Queues, rec.ShardSize, share(e), share(free))
+		fmt.Fprintf(&b, "  %.3g× the quiet load or more; the fewest queues for each k: %s\n", 1/free, strings.Join(fewest, ", "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +39,51 @@ func TestShare(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestFreeShare(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		n, k, noisy int
+		want        float64
+	}{
+		{"one noisy tenant takes k of N", 13, 6, 1, 7.0 / 13},
+		{"N=100, k=2, one noisy", 100, 2, 1, 0.98},
+		{"two noisy, each queue escapes both", 8, 2, 2, 0.75 * 0.75},
+		{"a shard of the whole pool", 8, 8, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := FreeShare(tt.n, tt.k, tt.noisy); math.Abs(got-tt.want) > 1e-12 {
+				t.Errorf("FreeShare(%d, %d, %d) = %v, want %v", tt.n, tt.k, tt.noisy, got, tt.want)
+			}
+		})
+	}
+	// Against the shards drawn: the mean share of 8 queues that two random
+	// 2-shards leave free, over every pair of shards.
+	shards := subsetsOf(8, 2)
+	free := 0
+	for _, a := range shards {
+		for _, b := range shards {
+			free += 8 - bits.OnesCount(a|b)
+		}
+	}
+	if got, want := float64(free)/float64(8*len(shards)*len(shards)), FreeShare(8, 2, 2); math.Abs(got-want) > 1e-12 {
+		t.Errorf("mean free share over every pair of shards %v, FreeShare %v", got, want)
+	}
+}
+
+// subsetsOf returns every k-subset of n items as a bit set.
+func subsetsOf(n, k int) []uint {
+	var out []uint
+	for s := uint(0); s < 1<<n; s++ {
+		if bits.OnesCount(s) == k {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func TestNoisyCount(t *testing.T) {
@@ -228,7 +274,7 @@ func TestSweepTable(t *testing.T) {
 		"1000 tenants, 10 noisy (1%):",
 		"  100   2   4,950           0.0202% (0.02 of 99)",
 		"  8     2   28              3.57% (3.5 of 99)",
-		"recommended: N=100, k=2 (0.0202% expected); the fewest queues for each k: k=2 N=100",
+		"recommended: N=100, k=2, 0.0202% expected; the noisy tenants leave 98% of its queues free, so the consumers need\n  1.02× the quiet load or more; the fewest queues for each k: k=2 N=100\n",
 		"recommended: none; no pool of up to 1000 queues keeps the expected share within 0.0203%",
 	} {
 		if !strings.Contains(table, want) {
