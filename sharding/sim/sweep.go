@@ -191,46 +191,61 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	res := &SweepResult{Config: cfg}
-	tol := new(big.Rat).SetFloat64(cfg.Tolerance)
 	type key struct{ tenants, noisy int }
+	var groups []key
 	seen := map[key]bool{}
 	for _, t := range cfg.Tenants {
 		for _, share := range cfg.NoisyShares {
-			m := NoisyCount(t, share)
-			if seen[key{t, m}] {
-				continue // another share gives the same number of noisy tenants
+			g := key{t, NoisyCount(t, share)}
+			if !seen[g] { // two shares may give the same number of noisy tenants
+				seen[g] = true
+				groups = append(groups, g)
 			}
-			seen[key{t, m}] = true
-			g := SweepGroup{Tenants: t, Noisy: m}
-			g.Fewest = Fewest(m, tol, cfg.MaxQueues, cfg.MaxShardSize)
-			g.Recommended, g.Found = Cheapest(g.Fewest)
+		}
+	}
+	// Every simulation's config is checked before the first runs, so that
+	// a sweep does not fail minutes in.
+	if !cfg.NoSimulation {
+		for _, g := range groups {
 			for _, n := range cfg.Queues {
 				for _, k := range cfg.ShardSizes {
 					if k > n {
 						continue
 					}
-					p, messages, err := sweepPool(ctx, cfg, t, m, n, k)
-					if err != nil {
-						return nil, fmt.Errorf("%d tenants, %d noisy, N=%d, k=%d: %w", t, m, n, k, err)
+					if _, err := sweepRunConfig(cfg, g.tenants, g.noisy, n, k); err != nil {
+						return nil, fmt.Errorf("%d tenants, %d noisy, N=%d, k=%d: %w", g.tenants, g.noisy, n, k, err)
 					}
-					g.Pools = append(g.Pools, p)
-					res.Messages += messages
 				}
 			}
-			res.Groups = append(res.Groups, g)
 		}
+	}
+	res := &SweepResult{Config: cfg}
+	tol := new(big.Rat).SetFloat64(cfg.Tolerance)
+	for _, gk := range groups {
+		g := SweepGroup{Tenants: gk.tenants, Noisy: gk.noisy}
+		g.Fewest = Fewest(g.Noisy, tol, cfg.MaxQueues, cfg.MaxShardSize)
+		g.Recommended, g.Found = Cheapest(g.Fewest)
+		for _, n := range cfg.Queues {
+			for _, k := range cfg.ShardSizes {
+				if k > n {
+					continue
+				}
+				p, messages, err := sweepPool(ctx, cfg, g.Tenants, g.Noisy, n, k)
+				if err != nil {
+					return nil, fmt.Errorf("%d tenants, %d noisy, N=%d, k=%d: %w", g.Tenants, g.Noisy, n, k, err)
+				}
+				g.Pools = append(g.Pools, p)
+				res.Messages += messages
+			}
+		}
+		res.Groups = append(res.Groups, g)
 	}
 	return res, nil
 }
 
-// sweepPool computes, and unless told not to simulates, one pool of a
-// sweep group.
-func sweepPool(ctx context.Context, sc SweepConfig, tenantCount, noisy, n, k int) (PoolResult, int, error) {
-	p := PoolResult{Queues: n, ShardSize: k, Expected: sharding.Covered(n, k, noisy, k), Drawn: -1, Hurt: -1}
-	if sc.NoSimulation {
-		return p, 0, nil
-	}
+// sweepRunConfig returns the config of the simulation of one pool of a
+// sweep group, checked.
+func sweepRunConfig(sc SweepConfig, tenantCount, noisy, n, k int) (Config, error) {
 	cfg := Config{
 		Seed:       sc.Seed,
 		Queues:     n,
@@ -242,12 +257,23 @@ func sweepPool(ctx context.Context, sc SweepConfig, tenantCount, noisy, n, k int
 		Strategies: []Strategy{ShardShallowest},
 	}.withDefaults()
 	// The noisy tenants' mean factor, for the config's own checks; each
-	// one's rate is set below.
-	capacity := cfg.Capacity * float64(cfg.Quiet) * cfg.QuietRate
-	cfg.NoisyFactor = sweepOverload * capacity / float64(noisy) / cfg.QuietRate
-	if err := cfg.validate(); err != nil {
+	// one's rate is set by setNoisyRates.
+	cfg.NoisyFactor = sweepOverload * cfg.Capacity * float64(cfg.Quiet) / float64(noisy)
+	return cfg, cfg.validate()
+}
+
+// sweepPool computes, and unless told not to simulates, one pool of a
+// sweep group.
+func sweepPool(ctx context.Context, sc SweepConfig, tenantCount, noisy, n, k int) (PoolResult, int, error) {
+	p := PoolResult{Queues: n, ShardSize: k, Expected: sharding.Covered(n, k, noisy, k), Drawn: -1, Hurt: -1}
+	if sc.NoSimulation {
+		return p, 0, nil
+	}
+	cfg, err := sweepRunConfig(sc, tenantCount, noisy, n, k)
+	if err != nil {
 		return p, 0, err
 	}
+	capacity := cfg.Capacity * float64(cfg.Quiet) * cfg.QuietRate
 	pool, _ := sharding.NewPool(n, k)
 	hash, _ := sharding.NewPool(n, 1)
 	ts := tenants(cfg, pool, hash)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -203,22 +204,27 @@ func TestFewest(t *testing.T) {
 func TestSweepValidate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		cfg  SweepConfig
+		name     string
+		cfg      SweepConfig
+		simulate bool
 	}{
-		{"no queue", SweepConfig{Queues: []int{0}}},
-		{"shard too large", SweepConfig{ShardSizes: []int{sharding.MaxShardSize + 1}}},
-		{"one tenant", SweepConfig{Tenants: []int{1}}},
-		{"no noisy share", SweepConfig{NoisyShares: []float64{-0.01}}},
-		{"all noisy", SweepConfig{NoisyShares: []float64{1}}},
-		{"tolerance of 100%", SweepConfig{Tolerance: 1}},
-		{"too many queues to search", SweepConfig{MaxQueues: sharding.MaxQueues + 1}},
-		{"too large a shard to search", SweepConfig{MaxShardSize: sharding.MaxShardSize + 1}},
+		// Checked before the first simulation runs: this one would take
+		// hours.
+		{"too many messages", SweepConfig{Tenants: []int{100, 1_000_000}, Duration: time.Hour}, true},
+		{"no quiet rate", SweepConfig{QuietRate: -1}, true},
+		{"no queue", SweepConfig{Queues: []int{0}}, false},
+		{"shard too large", SweepConfig{ShardSizes: []int{sharding.MaxShardSize + 1}}, false},
+		{"one tenant", SweepConfig{Tenants: []int{1}}, false},
+		{"no noisy share", SweepConfig{NoisyShares: []float64{-0.01}}, false},
+		{"all noisy", SweepConfig{NoisyShares: []float64{1}}, false},
+		{"tolerance of 100%", SweepConfig{Tolerance: 1}, false},
+		{"too many queues to search", SweepConfig{MaxQueues: sharding.MaxQueues + 1}, false},
+		{"too large a shard to search", SweepConfig{MaxShardSize: sharding.MaxShardSize + 1}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tt.cfg.NoSimulation = true
+			tt.cfg.NoSimulation = !tt.simulate
 			if _, err := Sweep(t.Context(), tt.cfg); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("Sweep: err = %v, want %v", err, ErrInvalidConfig)
 			}
