@@ -39,4 +39,10 @@
 // and without the noisy tenant, and the strategies, see the same quiet
 // arrivals and service times (common random numbers): differences between
 // them are the noisy tenant's doing, not noise.
+//
+// Sweep sizes a pool (`fairq-sim sweep`): for tenant counts, shares of
+// them noisy, and pools of N queues with shards of k, the share of quiet
+// tenants the combinatorics expects to be hurt (sharding.Covered) beside
+// the share a shard-shallowest simulation hurts, and the pool with the
+// fewest queues that keeps the expected share within a tolerance.
 package sim
