@@ -25,3 +25,38 @@ func Overlap(n, k, j int) *big.Rat {
 	}
 	return new(big.Rat).SetFrac(num, den)
 }
+
+// Covered returns the exact probability that a tenant's shard has exactly
+// j of its queues among those of m other tenants' shards together, in a
+// pool of n queues with shards of k, all drawn independently and
+// uniformly. It is the odds of a quiet tenant against m noisy ones: under
+// shallowest-queue picking it is hurt only when all its queues are
+// covered, with probability Covered(n, k, m, k); Covered(n, k, 1, j) is
+// Overlap(n, k, j).
+//
+// By inclusion–exclusion over the j covered queues: a given set of s
+// queues escapes all m shards with probability (C(n−s,k)/C(n,k))^m, so
+//
+//	Covered(n, k, m, j) = C(k,j) · Σ_{i=0..j} (−1)^i C(j,i) (C(n−k+j−i, k) / C(n,k))^m.
+//
+// It is 0 when j is not in [0, k], k not in [0, n], or m < 0.
+func Covered(n, k, m, j int) *big.Rat {
+	if j < 0 || j > k || k < 0 || k > n || m < 0 {
+		return new(big.Rat)
+	}
+	exp := big.NewInt(int64(m))
+	num := new(big.Int)
+	var term big.Int
+	for i := 0; i <= j; i++ {
+		term.Exp(Binomial(n-k+j-i, k), exp, nil)
+		term.Mul(&term, Binomial(j, i))
+		if i%2 == 0 {
+			num.Add(num, &term)
+		} else {
+			num.Sub(num, &term)
+		}
+	}
+	num.Mul(num, Binomial(k, j))
+	den := new(big.Int).Exp(Binomial(n, k), exp, nil)
+	return new(big.Rat).SetFrac(num, den)
+}

@@ -19,7 +19,7 @@ Usage:
   fairq queues create  --config F
   fairq dlq redrive    --config F [--tenant ID] [--max N]
   fairq keys hash      reads a key on stdin, prints sha256:<hex>
-  fairq sim            [flags]   shuffle-sharding simulator (fairq sim -h)
+  fairq sim            moved to its own command: go run ./cmd/fairq-sim
   fairq version
 
 Every configuration key can be overridden by FAIRQ_<PATH> (e.g. FAIRQ_REDIS_ADDR).
@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		return runKeysHash(stdin, stdout, stderr)
 	case "sim":
-		return runSim(ctx, rest, stdout, stderr)
+		return runSimMoved(stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "fairq %s\n", buildVersion())
 		return 0

@@ -40,8 +40,8 @@ func TestRun(t *testing.T) {
 		{name: "unknown config key", args: []string{"gateway", "--config", bad}, wantCode: 1, wantStderr: "worker.push_ur"},
 		{name: "queues without sub", args: []string{"queues"}, wantCode: 2, wantStderr: "create"},
 		{name: "queues create on memory", args: []string{"queues", "create", "--config", cfg}, wantCode: 2, wantStderr: "sqs backend"},
-		{name: "sim bad flag", args: []string{"sim", "--nope"}, wantCode: 2},
-		{name: "sim help", args: []string{"sim", "-h"}, wantCode: 0},
+		{name: "sim moved", args: []string{"sim", "--seed", "7"}, wantCode: 2, wantStderr: "go run ./cmd/fairq-sim"},
+		{name: "sim help moved", args: []string{"sim", "-h"}, wantCode: 2, wantStderr: "fairq-sim"},
 		{name: "dev stray argument", args: []string{"dev", "extra"}, wantCode: 2, wantStderr: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {

@@ -8,25 +8,24 @@ import (
 	"slices"
 	"time"
 
-	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/fairq/fairq/internal/chart"
 )
 
-// Colours from the Okabe–Ito palette, which stays readable to colour-blind
-// eyes: the quiet tenants take the cool and dark ones, the tenant that
-// misbehaves vermillion.
+// Colours: the quiet tenants take the cool and dark ones of the palette,
+// the tenant that misbehaves a pale vermillion.
 var (
 	quietColors = []color.Color{
-		color.RGBA{0x00, 0x72, 0xb2, 0xff}, // blue
-		color.RGBA{0x56, 0xb4, 0xe9, 0xff}, // sky blue
-		color.RGBA{0x00, 0x9e, 0x73, 0xff}, // bluish green
-		color.RGBA{0xcc, 0x79, 0xa7, 0xff}, // reddish purple
-		color.RGBA{0xe6, 0x9f, 0x00, 0xff}, // orange
-		color.RGBA{0x00, 0x00, 0x00, 0xff}, // black
+		chart.Blue,
+		chart.SkyBlue,
+		chart.BluishGreen,
+		chart.ReddishPurple,
+		chart.Orange,
+		chart.Black,
 		color.RGBA{0x8c, 0x7e, 0x00, 0xff}, // dark yellow
 		color.RGBA{0x66, 0x66, 0x66, 0xff}, // grey
 	}
@@ -94,29 +93,22 @@ func (s *ScenarioResult) WriteChart(w io.Writer) error {
 	if depthMax > 0 {
 		height += depthH
 	}
-	img := vgimg.NewWith(vgimg.UseWH(panelW*vg.Length(len(ms))+legendW, height), vgimg.UseDPI(96))
-	dc := draw.New(img)
-	dc.SetColor(color.White) // PNG viewers in dark mode show transparency as black
-	dc.Fill(dc.Rectangle.Path())
-	x0, top := dc.Rectangle.Min.X, dc.Rectangle.Max.Y
-	cell := func(col int, y0, y1 vg.Length) draw.Canvas {
-		c := dc
-		c.Rectangle.Min.X, c.Rectangle.Max.X = x0+panelW*vg.Length(col), x0+panelW*vg.Length(col+1)
-		c.Rectangle.Min.Y, c.Rectangle.Max.Y = top-y1, top-y0
-		return c
-	}
+	width := panelW*vg.Length(len(ms)) + legendW
+	f := chart.NewFigure(width, height, 96)
+	// Each mode's column: the latencies on top, the depths beneath.
 	for i, m := range ms {
+		x0, x1 := panelW*vg.Length(i), panelW*vg.Length(i+1)
 		p, err := s.panel(m, series[m], lo, hi)
 		if err != nil {
 			return err
 		}
-		p.Draw(draw.Crop(cell(i, 0, latencyH), vg.Points(10), -vg.Points(6), vg.Points(8), -vg.Points(8)))
+		f.Draw(p, chart.Rect{X0: x0, X1: x1, Y1: latencyH}, chart.Margin{Left: vg.Points(10), Right: vg.Points(6), Bottom: vg.Points(8), Top: vg.Points(8)})
 		if depthMax > 0 {
 			d, err := s.depthPanel(m, depthMax, xMax)
 			if err != nil {
 				return err
 			}
-			d.Draw(draw.Crop(cell(i, latencyH, height), vg.Points(10), -vg.Points(6), vg.Points(8), -vg.Points(4)))
+			f.Draw(d, chart.Rect{X0: x0, Y0: latencyH, X1: x1, Y1: height}, chart.Margin{Left: vg.Points(10), Right: vg.Points(6), Bottom: vg.Points(8), Top: vg.Points(4)})
 		}
 	}
 	last := ms[len(ms)-1]
@@ -124,11 +116,8 @@ func (s *ScenarioResult) WriteChart(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c := cell(len(ms), 0, height)
-	c.Rectangle.Max.X = dc.Rectangle.Max.X
-	leg.Draw(draw.Crop(c, vg.Points(4), -vg.Points(4), vg.Points(8), -vg.Points(40)))
-	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(w)
-	return err
+	f.Draw(leg, chart.Rect{X0: panelW * vg.Length(len(ms)), X1: width, Y1: height}, chart.Margin{Left: vg.Points(4), Right: vg.Points(4), Bottom: vg.Points(8), Top: vg.Points(40)})
+	return f.WritePNG(w)
 }
 
 // panel draws one mode.
@@ -137,13 +126,11 @@ func (s *ScenarioResult) panel(m Mode, series []tenantSeries, lo, hi float64) (*
 	sc := s.Scenario
 	p := plot.New()
 	q := r.Quiet.Latency
-	p.Title.Text = fmt.Sprintf("%s\nquiet tenants: p95 %s", m.Title(), fmtDur(q.P95))
+	title := fmt.Sprintf("%s\nquiet tenants: p95 %s", m.Title(), fmtDur(q.P95))
 	if b, ok := s.baselineP95(m); ok {
-		p.Title.Text += fmt.Sprintf(" (%s the baseline)", fmtRatio(float64(q.P95)/float64(max(b, time.Microsecond))))
+		title += fmt.Sprintf(" (%s the baseline)", fmtRatio(float64(q.P95)/float64(max(b, time.Microsecond))))
 	}
-	p.Title.TextStyle.Font.Size = vg.Points(15)
-	p.Title.TextStyle.Font.Weight = xfont.WeightBold
-	p.Title.Padding = vg.Points(8)
+	chart.Title(p, title, vg.Points(15))
 	p.X.Label.Text = "time of sending (s since the load began)"
 	// Short: gonum pads the top of the plot by about the part of a long
 	// vertical label that would stand above the middle.
@@ -152,7 +139,7 @@ func (s *ScenarioResult) panel(m Mode, series []tenantSeries, lo, hi float64) (*
 		a.Label.TextStyle.Font.Size = vg.Points(12)
 		a.Tick.Label.Font.Size = vg.Points(12)
 	}
-	logAxis(&p.Y)
+	chart.LogSeconds(&p.Y, chart.SparseTicks)
 	p.X.Min, p.X.Max = 0, sc.Duration.Seconds()
 	p.Y.Min, p.Y.Max = lo, hi
 	p.Add(plotter.NewGrid())
@@ -197,10 +184,10 @@ func (s *ScenarioResult) panel(m Mode, series []tenantSeries, lo, hi float64) (*
 
 // Colours of the queue depths.
 var (
-	colorLive     = color.RGBA{0x00, 0x72, 0xb2, 0xff}
-	colorOverflow = color.RGBA{0xe6, 0x9f, 0x00, 0xff}
-	colorBacklog  = color.RGBA{0xcc, 0x79, 0xa7, 0xff}
-	colorDLQ      = color.RGBA{0x00, 0x00, 0x00, 0xff}
+	colorLive     = chart.Blue
+	colorOverflow = chart.Orange
+	colorBacklog  = chart.ReddishPurple
+	colorDLQ      = chart.Black
 )
 
 // depthLines returns the lines of the queue depths of r, in the legend's
@@ -241,7 +228,7 @@ func (s *ScenarioResult) depthPanel(m Mode, depthMax int, xMax float64) (*plot.P
 		a.Tick.Label.Font.Size = vg.Points(12)
 	}
 	p.Y.Min, p.Y.Max = 0, float64(depthMax)*1.05
-	p.X.Tick.Marker, p.Y.Tick.Marker = wholeTicks{}, wholeTicks{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = chart.WholeTicks{}, chart.WholeTicks{}
 	p.X.Min, p.X.Max = 0, xMax
 	p.Add(plotter.NewGrid())
 	end := s.Scenario.Duration.Seconds()
@@ -281,9 +268,7 @@ func tenantLines(series []tenantSeries) []*plotter.Line {
 func (s *ScenarioResult) legend(m Mode, series []tenantSeries, depths bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.HideAxes()
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.ThumbnailWidth = vg.Points(28)
-	p.Legend.TextStyle.Font.Size = vg.Points(12)
+	chart.LegendTopLeft(p, vg.Points(12))
 	p.Legend.Padding = vg.Points(3)
 	if _, ok := s.baselineP95(m); ok {
 		l := &plotter.Line{LineStyle: draw.LineStyle{Color: colorGrey, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(6), vg.Points(4)}}}
@@ -352,46 +337,4 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// wholeTicks are gonum's default ticks labelled as whole numbers.
-type wholeTicks struct{}
-
-func (wholeTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = fmt.Sprintf("%.0f", ticks[i].Value)
-		}
-	}
-	return ticks
-}
-
-// logAxis makes an axis of seconds logarithmic with ticks at round
-// durations.
-func logAxis(a *plot.Axis) {
-	a.Scale = plot.LogScale{}
-	a.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
-		var ticks []plot.Tick
-		for _, v := range tickValues {
-			if v >= min && v <= max {
-				ticks = append(ticks, plot.Tick{Value: v, Label: tickLabel(v)})
-			}
-		}
-		return ticks
-	})
-}
-
-var tickValues = []float64{0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1800, 3600}
-
-func tickLabel(s float64) string {
-	switch {
-	case s < 1:
-		return fmt.Sprintf("%g ms", math.Round(s*1000))
-	case s < 60:
-		return fmt.Sprintf("%g s", s)
-	case s < 3600:
-		return fmt.Sprintf("%g min", s/60)
-	}
-	return fmt.Sprintf("%g h", s/3600)
 }

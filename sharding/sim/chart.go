@@ -5,39 +5,38 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"slices"
 
-	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/fairq/fairq/internal/chart"
 )
 
-// Colours of the chart, from the Okabe–Ito palette, which stays readable
-// to colour-blind eyes.
+// Colours of the chart: a quiet tenant's by how much of its shard it
+// shares with the noisy tenants, a strategy's line by how much it shares.
 var (
-	colorNone    = color.RGBA{0x00, 0x72, 0xb2, 0xff} // blue
-	colorPartial = color.RGBA{0xe6, 0x9f, 0x00, 0xff} // orange
-	colorWhole   = color.RGBA{0xd5, 0x5e, 0x00, 0xff} // vermillion
+	colorNone    = chart.Blue
+	colorPartial = chart.Orange
+	colorWhole   = chart.Vermillion
 	colorGrey    = color.RGBA{0x60, 0x60, 0x60, 0xff}
 
 	chartLabels = [...]string{"one shared\nqueue", "hash to\none queue", "shuffle shard,\nrandom queue", "shuffle shard,\nshallowest queue"}
 
 	strategyColors = [...]color.Color{
-		colorWhole,                         // shared
-		color.RGBA{0xcc, 0x79, 0xa7, 0xff}, // hash: reddish purple
-		colorPartial,                       // shard-random
-		colorNone,                          // shard-shallowest
+		colorWhole,          // shared
+		chart.ReddishPurple, // hash
+		colorPartial,        // shard-random
+		colorNone,           // shard-shallowest
 	}
 )
 
 // WritePNG draws the result as a PNG: on the left, every quiet tenant's p99
 // under each strategy, coloured by how much of its shard it shares with the
-// noisy tenant, against the baseline; on the right, the median quiet
+// noisy tenants, against the baseline; on the right, the median quiet
 // tenant's p99 by time of sending, which climbs without end where the
-// noisy tenant's backlog is in the way.
+// noisy tenants' backlog is in the way.
 func (r *Result) WritePNG(w io.Writer) error {
 	left, err := r.tenantPlot()
 	if err != nil {
@@ -48,30 +47,27 @@ func (r *Result) WritePNG(w io.Writer) error {
 		return err
 	}
 	const width, height = 15 * vg.Inch, 6.5 * vg.Inch
-	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(110))
-	dc := draw.New(img)
-	// White background: PNG viewers in dark mode show transparency as black.
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
+	f := chart.NewFigure(width, height, 110)
 	// The left panel takes three fifths of the width.
-	split := dc.Rectangle.Min.X + (dc.Rectangle.Max.X-dc.Rectangle.Min.X)*3/5
-	lc, rc := dc, dc
-	lc.Rectangle.Max.X = split
-	rc.Rectangle.Min.X = split
-	left.Draw(draw.Crop(lc, vg.Points(8), -vg.Points(12), vg.Points(8), -vg.Points(8)))
-	right.Draw(draw.Crop(rc, vg.Points(12), -vg.Points(12), vg.Points(8), -vg.Points(8)))
-	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(w)
-	return err
+	const split = width * 3 / 5
+	f.Draw(left, chart.Rect{X1: split, Y1: height}, chart.Margin{Left: vg.Points(8), Right: vg.Points(12), Bottom: vg.Points(8), Top: vg.Points(8)})
+	f.Draw(right, chart.Rect{X0: split, X1: width, Y1: height}, chart.Margin{Left: vg.Points(12), Right: vg.Points(12), Bottom: vg.Points(8), Top: vg.Points(8)})
+	return f.WritePNG(w)
 }
 
 func (r *Result) tenantPlot() (*plot.Plot, error) {
 	c := r.Config
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("p99 latency of each quiet tenant, with one tenant at %s× a quiet one's rate\nN = %d queues, shards of k = %d, %d quiet tenants, consumers at %s× the quiet load",
-		num(c.NoisyFactor), c.Queues, c.ShardSize, c.Quiet, num(c.Capacity))
-	styleTitle(p)
+	noisy := "one tenant"
+	if c.Noisy > 1 {
+		noisy = fmt.Sprintf("%d tenants", c.Noisy)
+	}
+	theNoisy, _ := c.theNoisy()
+	chart.Title(p, fmt.Sprintf("p99 latency of each quiet tenant, with %s at %s× a quiet one's rate\nN = %d queues, shards of k = %d, %d quiet tenants, consumers at %s× the quiet load",
+		noisy, num(c.NoisyFactor), c.Queues, c.ShardSize, c.Quiet, num(c.Capacity)), vg.Points(13))
+	axisFonts(p)
 	p.Y.Label.Text = "p99 latency, send to end of service (log scale)"
-	logAxis(&p.Y)
+	chart.LogSeconds(&p.Y, chart.DenseTicks)
 	var names []string
 	for _, run := range r.Runs {
 		names = append(names, chartLabels[run.Strategy])
@@ -87,11 +83,11 @@ func (r *Result) tenantPlot() (*plot.Plot, error) {
 		color color.Color
 		glyph draw.GlyphDrawer
 	}{
-		{classNone, "no queue in common with the noisy tenant", colorNone, draw.CircleGlyph{}},
+		{classNone, "no queue in common with " + theNoisy, colorNone, draw.CircleGlyph{}},
 		{classPartial, "some queues in common", colorPartial, draw.TriangleGlyph{}},
 		{classWhole, "whole shard (or queue) in common", colorWhole, draw.SquareGlyph{}},
 	}
-	quiet := len(r.Tenants) - 1
+	quiet := c.Quiet
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, cl := range classes {
 		var pts plotter.XYs
@@ -139,7 +135,7 @@ func (r *Result) tenantPlot() (*plot.Plot, error) {
 			}
 			p.Add(l)
 			if x == 0 {
-				label := "p99 without the noisy tenant (median)"
+				label := "p99 without " + theNoisy + " (median)"
 				if ln.dashed {
 					label = fmt.Sprintf("hurt above %s× that", num(c.Hurt))
 				}
@@ -173,11 +169,12 @@ func (r *Result) tenantPlot() (*plot.Plot, error) {
 func (r *Result) timePlot() (*plot.Plot, error) {
 	c := r.Config
 	p := plot.New()
-	p.Title.Text = "p99 of the median quiet tenant, by time of sending\n(every message is served: the queues drain after the run)"
-	styleTitle(p)
+	theNoisy, _ := c.theNoisy()
+	chart.Title(p, "p99 of the median quiet tenant, by time of sending\n(every message is served: the queues drain after the run)", vg.Points(13))
+	axisFonts(p)
 	p.X.Label.Text = "minute of the run in which the message was sent"
 	p.Y.Label.Text = "p99 latency (log scale)"
-	logAxis(&p.Y)
+	chart.LogSeconds(&p.Y, chart.DenseTicks)
 	p.Add(plotter.NewGrid())
 	step := c.Duration.Minutes() / float64(c.Windows)
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -211,7 +208,7 @@ func (r *Result) timePlot() (*plot.Plot, error) {
 		}
 		l.Color, l.Width, l.Dashes = colorGrey, vg.Points(1.5), []vg.Length{vg.Points(5), vg.Points(3)}
 		p.Add(l)
-		p.Legend.Add("any strategy, without the noisy tenant", l)
+		p.Legend.Add("any strategy, without "+theNoisy, l)
 	}
 	p.X.Min, p.X.Max = 0, c.Duration.Minutes()
 	p.Y.Min, p.Y.Max = lo/1.5, hi*15
@@ -220,57 +217,16 @@ func (r *Result) timePlot() (*plot.Plot, error) {
 }
 
 func styleLegend(p *plot.Plot) {
-	p.Legend.Top, p.Legend.Left = true, true
+	chart.LegendTopLeft(p, vg.Points(11.5))
 	p.Legend.XOffs = vg.Points(8)
 	p.Legend.YOffs = -vg.Points(4)
 	p.Legend.Padding = vg.Points(2)
-	p.Legend.ThumbnailWidth = vg.Points(28)
-	p.Legend.TextStyle.Font.Size = vg.Points(11.5)
 }
 
-func styleTitle(p *plot.Plot) {
-	p.Title.TextStyle.Font.Size = vg.Points(13)
-	p.Title.TextStyle.Font.Weight = xfont.WeightBold
-	p.Title.Padding = vg.Points(8)
+// axisFonts sets the sizes of the axis labels and of the latency axis's
+// ticks.
+func axisFonts(p *plot.Plot) {
 	p.X.Label.TextStyle.Font.Size = vg.Points(11)
 	p.Y.Label.TextStyle.Font.Size = vg.Points(11)
-}
-
-// logAxis makes an axis of seconds logarithmic, with ticks at round
-// durations; on a wide axis only those at each power of ten below a minute
-// and at 1 and 10 minutes and hours above carry a label.
-func logAxis(a *plot.Axis) {
-	a.Scale = plot.LogScale{}
-	a.Tick.Label.Font.Size = vg.Points(11)
-	a.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
-		var ticks []plot.Tick
-		for _, v := range tickValues {
-			if v < min || v > max {
-				continue
-			}
-			label := ""
-			if max/min < 100 || slices.Contains(tickLabelled, v) {
-				label = tickLabel(v)
-			}
-			ticks = append(ticks, plot.Tick{Value: v, Label: label})
-		}
-		return ticks
-	})
-}
-
-var (
-	tickValues   = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 18000, 36000, 72000}
-	tickLabelled = []float64{0.001, 0.01, 0.1, 1, 10, 60, 600, 3600, 36000}
-)
-
-func tickLabel(s float64) string {
-	switch {
-	case s < 1:
-		return fmt.Sprintf("%g ms", math.Round(s*1000))
-	case s < 60:
-		return fmt.Sprintf("%g s", s)
-	case s < 3600:
-		return fmt.Sprintf("%g min", s/60)
-	}
-	return fmt.Sprintf("%g h", s/3600)
+	p.Y.Tick.Label.Font.Size = vg.Points(11)
 }

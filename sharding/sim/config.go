@@ -74,6 +74,7 @@ const (
 	QueuesDefault      = 8
 	ShardSizeDefault   = 2
 	QuietDefault       = 20
+	NoisyDefault       = 1
 	QuietRateDefault   = 10.0 // messages/s per quiet tenant
 	NoisyFactorDefault = 100.0
 	CapacityDefault    = 2.0 // consumer capacity ÷ total quiet rate
@@ -94,8 +95,9 @@ type Config struct {
 	Queues      int     // N
 	ShardSize   int     // k
 	Quiet       int     // number of quiet tenants
+	Noisy       int     // number of noisy tenants
 	QuietRate   float64 // messages/s of each quiet tenant
-	NoisyFactor float64 // the noisy tenant's rate ÷ QuietRate
+	NoisyFactor float64 // each noisy tenant's rate ÷ QuietRate
 	// Capacity is the consumers' capacity as a multiple of the total quiet
 	// rate; the fleet has round(Capacity × Quiet × QuietRate × Service)
 	// slots.
@@ -114,6 +116,7 @@ func (c Config) withDefaults() Config {
 	c.Queues = cmp.Or(c.Queues, QueuesDefault)
 	c.ShardSize = cmp.Or(c.ShardSize, ShardSizeDefault)
 	c.Quiet = cmp.Or(c.Quiet, QuietDefault)
+	c.Noisy = cmp.Or(c.Noisy, NoisyDefault)
 	c.QuietRate = cmp.Or(c.QuietRate, QuietRateDefault)
 	c.NoisyFactor = cmp.Or(c.NoisyFactor, NoisyFactorDefault)
 	c.Capacity = cmp.Or(c.Capacity, CapacityDefault)
@@ -136,6 +139,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Quiet < 1:
 		return fmt.Errorf("%w: %d quiet tenants, want at least 1", ErrInvalidConfig, c.Quiet)
+	case c.Noisy < 1:
+		return fmt.Errorf("%w: %d noisy tenants, want at least 1", ErrInvalidConfig, c.Noisy)
 	case !(c.QuietRate > 0) || math.IsInf(c.QuietRate, 0):
 		return fmt.Errorf("%w: quiet rate %v", ErrInvalidConfig, c.QuietRate)
 	case !(c.NoisyFactor > 0) || math.IsInf(c.NoisyFactor, 0):
@@ -165,7 +170,7 @@ func (c Config) workers() int {
 }
 
 // expectedMessages is the mean number of messages of a run with the noisy
-// tenant.
+// tenants.
 func (c Config) expectedMessages() float64 {
-	return (float64(c.Quiet) + c.NoisyFactor) * c.QuietRate * c.Duration.Seconds()
+	return (float64(c.Quiet) + float64(c.Noisy)*c.NoisyFactor) * c.QuietRate * c.Duration.Seconds()
 }

@@ -1,13 +1,14 @@
 // Package sim is a discrete-event simulator of fairq's queue pool that
 // shows, in numbers and a chart, the isolation shuffle sharding buys
-// (`fairq sim`).
+// (`fairq-sim`).
 //
 // Tenants send messages as Poisson processes into a pool of N queues; a
 // fleet of consumers serves them. One tenant is noisy (by default 100× a
 // quiet tenant's rate, with consumers at 2× the total quiet rate, so the
 // system is overloaded and every queue the noisy tenant writes to grows
-// without bound). Each run is made twice, with and without the noisy
-// tenant, under four strategies of queue choice:
+// without bound), or several are (Config.Noisy). Each run is made twice,
+// with and without the noisy tenants, under four strategies of queue
+// choice:
 //
 //   - shared: every tenant on one queue;
 //   - hash: each tenant on one queue, by hash of its id;
@@ -29,11 +30,19 @@
 // FIFO, draining changes nothing; a message stuck behind the noisy tenant
 // in a queue of a pool may be served somewhat sooner than it would be if
 // the noisy tenant kept sending (its queue gets the whole fleet once the
-// others run dry), so harm is if anything understated. A quiet tenant is hurt when its p99 latency exceeds
-// Config.Hurt times its p99 in the same run without the noisy tenant. Every
+// others run dry), so harm is if anything understated. A quiet tenant is
+// hurt when its p99 latency exceeds Config.Hurt times its p99 in the same
+// run without the noisy tenants. With several noisy tenants, a quiet
+// tenant's queues in common are those it shares with any of them. Every
 // random draw comes from PCG streams seeded by Config.Seed, one per tenant
 // and purpose, so the same seed gives the same result, and the runs with
 // and without the noisy tenant, and the strategies, see the same quiet
 // arrivals and service times (common random numbers): differences between
 // them are the noisy tenant's doing, not noise.
+//
+// Sweep sizes a pool (`fairq-sim sweep`): for tenant counts, shares of
+// them noisy, and pools of N queues with shards of k, the share of quiet
+// tenants the combinatorics expects to be hurt (sharding.Covered) beside
+// the share a shard-shallowest simulation hurts, and the pool with the
+// fewest queues that keeps the expected share within a tolerance.
 package sim

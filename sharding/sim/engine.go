@@ -14,14 +14,14 @@ const (
 )
 
 // engine is one simulated run: one strategy, with or without the noisy
-// tenant.
+// tenants.
 type engine struct {
 	cfg      Config
 	strategy Strategy
 	end      float64 // cfg.Duration in seconds
 	window   float64 // length of a latency window, seconds
 
-	rates  []float64        // by tenant; 0 for the absent noisy tenant
+	rates  []float64        // by tenant; 0 for absent noisy tenants
 	shards []sharding.Shard // by tenant: the queues it may use
 	arrive []*rand.Rand     // by tenant
 	pick   []*rand.Rand     // by tenant
@@ -46,8 +46,9 @@ type engine struct {
 }
 
 // newEngine prepares a run; shards[i] are the queues tenant i may use
-// under the strategy (a single queue for shared and hash).
-func newEngine(cfg Config, strategy Strategy, shards []sharding.Shard, withNoisy bool) *engine {
+// under the strategy (a single queue for shared and hash), rates[i] its
+// messages/s. The noisy tenants, from cfg.Quiet on, send only withNoisy.
+func newEngine(cfg Config, strategy Strategy, shards []sharding.Shard, rates []float64, withNoisy bool) *engine {
 	nt := len(shards)
 	nq := cfg.Queues
 	if strategy == Shared {
@@ -74,12 +75,9 @@ func newEngine(cfg Config, strategy Strategy, shards []sharding.Shard, withNoisy
 		served:    make([]int, nq),
 	}
 	for i := range nt {
-		e.rates[i] = cfg.QuietRate
-		if i == cfg.Quiet {
+		e.rates[i] = rates[i]
+		if i >= cfg.Quiet && !withNoisy {
 			e.rates[i] = 0
-			if withNoisy {
-				e.rates[i] = cfg.QuietRate * cfg.NoisyFactor
-			}
 		}
 		e.arrive[i] = rand.New(rand.NewPCG(cfg.Seed, uint64(i)<<8|streamArrivals))
 		e.pick[i] = rand.New(rand.NewPCG(cfg.Seed, uint64(i)<<8|streamPicks))

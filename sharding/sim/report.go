@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +16,7 @@ import (
 // table lists one by one; above it the table gives the overlap classes only.
 const tenantTableMax = 40
 
-// Overlap classes of a quiet tenant with the noisy one, under a strategy.
+// Overlap classes of a quiet tenant with the noisy ones, under a strategy.
 const (
 	classNone    = "none"
 	classPartial = "some"
@@ -32,11 +33,35 @@ func (l Latency) class() string {
 	return classNone
 }
 
-// quiet returns the latencies of the quiet tenants.
-func (r StrategyResult) quiet() []Latency { return r.Tenants[:len(r.Tenants)-1] }
+// quiet returns the latencies of the quiet tenants, which come first.
+func (r StrategyResult) quiet() []Latency {
+	if i := slices.IndexFunc(r.Tenants, func(l Latency) bool { return l.Noisy }); i >= 0 {
+		return r.Tenants[:i]
+	}
+	return r.Tenants
+}
 
-// noisy returns the latencies of the noisy tenant.
-func (r StrategyResult) noisy() Latency { return r.Tenants[len(r.Tenants)-1] }
+// noisy returns the latencies of the noisy tenants.
+func (r StrategyResult) noisy() []Latency { return r.Tenants[len(r.quiet()):] }
+
+// noisyP99 is the worst p99 of the noisy tenants.
+func (r StrategyResult) noisyP99() float64 {
+	return maxOf(field(r.noisy(), func(l Latency) float64 { return l.P99 }))
+}
+
+// theNoisy names the noisy tenants in text: "the noisy tenant" or "the
+// noisy tenants", and the possessive.
+func (c Config) theNoisy() (name, possessive string) {
+	if c.Noisy == 1 {
+		return "the noisy tenant", "the noisy tenant's"
+	}
+	return "the noisy tenants", "the noisy tenants'"
+}
+
+// ratMax is the longest exact fraction the table prints; longer ones (with
+// several noisy tenants the denominator is C(N,k) to their number) are
+// given as a percentage only.
+const ratMax = 24
 
 // WriteTable writes the result for people: the experiment, the overlap
 // odds, one row per strategy, and the quiet tenants by overlap class (and
@@ -44,26 +69,43 @@ func (r StrategyResult) noisy() Latency { return r.Tenants[len(r.Tenants)-1] }
 func (r *Result) WriteTable(w io.Writer) error {
 	c := r.Config
 	noisy := r.Tenants[len(r.Tenants)-1]
+	theNoisy, theNoisys := c.theNoisy()
+	each := ""
+	if c.Noisy > 1 {
+		each = " each"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "fairq sim: seed %d, N=%d queues, shards of k=%d; %d quiet tenants at %s msg/s, 1 noisy at %s msg/s (%s×)\n",
-		c.Seed, c.Queues, c.ShardSize, c.Quiet, num(c.QuietRate), num(noisy.Rate), num(c.NoisyFactor))
+	fmt.Fprintf(&b, "fairq-sim: seed %d, N=%d queues, shards of k=%d; %d quiet tenants at %s msg/s, %d noisy at %s msg/s%s (%s×)\n",
+		c.Seed, c.Queues, c.ShardSize, c.Quiet, num(c.QuietRate), c.Noisy, num(noisy.Rate), each, num(c.NoisyFactor))
 	fmt.Fprintf(&b, "consumers: %d slots × %s mean %s service = %s msg/s (%s× the quiet total); %s of sending, then drained; depth poll every %s\n\n",
 		r.Workers, c.Service, c.ServiceDist, num(float64(r.Workers)/c.Service.Seconds()), num(c.Capacity), c.Duration, c.Poll)
 
-	fmt.Fprintf(&b, "Queues a quiet tenant's shard has in common with the noisy tenant's:\n")
+	fmt.Fprintf(&b, "Queues a quiet tenant's shard has in common with %s:\n", theNoisys)
 	tw := tabwriter.NewWriter(&b, 2, 8, 3, ' ', 0)
-	fmt.Fprintf(tw, "  in common\texact probability\texpected of %d\tobserved\tshare of %s random id pairs\n", c.Quiet, thousands(r.PairsSampled))
+	fmt.Fprintf(tw, "  in common\texact probability\texpected of %d\tobserved", c.Quiet)
+	if r.PairsSampled > 0 {
+		fmt.Fprintf(tw, "\tshare of %s random id pairs", thousands(r.PairsSampled))
+	}
+	fmt.Fprintln(tw)
 	for _, o := range r.Odds {
 		f, _ := o.Exact.Float64()
 		label := strconv.Itoa(o.J)
 		if o.J == c.ShardSize {
 			label += " (whole shard)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s = %s\t%s\t%d\t%s\n", label, o.Exact.RatString(), pct(f), expected(o.Expected), o.Observed, pct(o.PairShare))
+		exact := pct(f)
+		if rs := o.Exact.RatString(); len(rs) <= ratMax {
+			exact = rs + " = " + exact
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d", label, exact, expected(o.Expected), o.Observed)
+		if r.PairsSampled > 0 {
+			fmt.Fprintf(tw, "\t%s", pct(o.PairShare))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 
-	fmt.Fprintf(&b, "\nLatency from send to end of service; a quiet tenant is hurt when its p99 is over %s× its p99 without the noisy tenant.\n", num(c.Hurt))
+	fmt.Fprintf(&b, "\nLatency from send to end of service; a quiet tenant is hurt when its p99 is over %s× its p99 without %s.\n", num(c.Hurt), theNoisy)
 	tw = tabwriter.NewWriter(&b, 2, 8, 3, ' ', 0)
 	fmt.Fprintf(tw, "strategy\tmessages\tquiet p50\tquiet p99 (median, worst)\tbaseline p99\tquiet hurt (expected)\tquiet p99, 1st → 2nd half\tnoisy p99\n")
 	for _, run := range r.Runs {
@@ -78,11 +120,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 			run.QuietHurt, c.Quiet, expected(exp*float64(c.Quiet)),
 			dur(median(field(q, func(l Latency) float64 { return l.P99FirstHalf }))),
 			dur(median(field(q, func(l Latency) float64 { return l.P99SecondHalf }))),
-			dur(run.noisy().P99))
+			dur(run.noisyP99()))
 	}
 	tw.Flush()
 
-	fmt.Fprintf(&b, "\nQuiet tenants by queues in common with the noisy one: p99 ÷ baseline p99 (median, worst), hurt\n")
+	fmt.Fprintf(&b, "\nQuiet tenants by queues in common with %s: p99 ÷ baseline p99 (median, worst), hurt\n", theNoisy)
 	tw = tabwriter.NewWriter(&b, 2, 8, 3, ' ', 0)
 	fmt.Fprintf(tw, "strategy\tnone in common\tsome in common\twhole shard in common\n")
 	for _, run := range r.Runs {
@@ -119,15 +161,23 @@ func (r *Result) WriteTable(w io.Writer) error {
 
 // writeTenants lists every quiet tenant's p99 ratio under each strategy.
 func (r *Result) writeTenants(w io.Writer) error {
-	noisy := r.Tenants[len(r.Tenants)-1]
-	fmt.Fprintf(w, "\nEach quiet tenant's p99 ÷ its baseline p99, with (queues in common); the noisy tenant's shard is %s, its hash queue %d\n", noisy.Shard, noisy.Queue)
+	var shards, queues []string
+	for _, t := range r.Tenants[r.Config.Quiet:] {
+		shards, queues = append(shards, t.Shard.String()), append(queues, strconv.Itoa(t.Queue))
+	}
+	if r.Config.Noisy == 1 {
+		fmt.Fprintf(w, "\nEach quiet tenant's p99 ÷ its baseline p99, with (queues in common); the noisy tenant's shard is %s, its hash queue %s\n", shards[0], queues[0])
+	} else {
+		fmt.Fprintf(w, "\nEach quiet tenant's p99 ÷ its baseline p99, with (queues in common); the noisy tenants' shards are %s, their hash queues %s\n",
+			strings.Join(shards, " "), strings.Join(queues, " "))
+	}
 	tw := tabwriter.NewWriter(w, 2, 8, 3, ' ', 0)
 	fmt.Fprintf(tw, "tenant\tshard\thash queue")
 	for _, run := range r.Runs {
 		fmt.Fprintf(tw, "\t%s", run.Strategy)
 	}
 	fmt.Fprintln(tw)
-	for i, t := range r.Tenants[:len(r.Tenants)-1] {
+	for i, t := range r.Tenants[:r.Config.Quiet] {
 		fmt.Fprintf(tw, "%s\t%s\t%d", t.ID, t.Shard, t.Queue)
 		for _, run := range r.Runs {
 			l := run.Tenants[i]
@@ -182,14 +232,14 @@ func (r *Result) WriteSummaryCSV(w io.Writer) error {
 			f64(median(field(q, func(l Latency) float64 { return l.BaselineP99 }))),
 			f64(median(field(q, func(l Latency) float64 { return l.P99FirstHalf }))),
 			f64(median(field(q, func(l Latency) float64 { return l.P99SecondHalf }))),
-			f64(run.noisy().P99)})
+			f64(run.noisyP99())})
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
 // WriteWindowsCSV writes, per strategy and window of sending time, the
-// median quiet tenant's p99 with and without the noisy tenant.
+// median quiet tenant's p99 with and without the noisy tenants.
 func (r *Result) WriteWindowsCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"strategy", "window_start_s", "window_end_s", "quiet_p99_median_s", "baseline_quiet_p99_median_s"})
@@ -274,8 +324,11 @@ func dur(s float64) string {
 	return fmt.Sprintf("%.1fmin", s/60)
 }
 
-func thousands(n int) string {
-	s := strconv.Itoa(n)
+func thousands(n int) string { return digitGroups(strconv.Itoa(n)) }
+
+// digitGroups puts a comma between groups of three digits of a whole
+// number.
+func digitGroups(s string) string {
 	var b strings.Builder
 	for i, c := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {

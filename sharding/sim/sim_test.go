@@ -148,6 +148,57 @@ func TestIsolationLargePool(t *testing.T) {
 	}
 }
 
+// TestSeveralNoisyTenants: with four noisy tenants, each sending more than
+// the consumers can serve, a quiet tenant is hurt under shallowest picking
+// exactly when the noisy tenants' shards together hold all its queues, and
+// under random picking when they hold any of them.
+func TestSeveralNoisyTenants(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Seed: 1, Queues: 16, Quiet: 200, Noisy: 4, NoisyFactor: 500, Duration: 10 * time.Second,
+		Strategies: []Strategy{ShardRandom, ShardShallowest}}
+	res, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(res.Tenants); got != 204 {
+		t.Fatalf("%d tenants, want 204", got)
+	}
+	for _, tn := range res.Tenants[200:] {
+		if !tn.Noisy || !strings.HasPrefix(tn.ID, "s1-noisy-") {
+			t.Errorf("tenant %+v, want a noisy one named s1-noisy-i", tn)
+		}
+	}
+	for i, o := range res.Odds {
+		if want := sharding.Covered(16, 2, 4, i); o.Exact.Cmp(want) != 0 {
+			t.Errorf("Odds[%d].Exact = %s, want %s", i, o.Exact.RatString(), want.RatString())
+		}
+	}
+	random, shallowest := res.Runs[0], res.Runs[1]
+	if got, want := shallowest.ExpectedHurt, sharding.Covered(16, 2, 4, 2); got.Cmp(want) != 0 {
+		t.Errorf("shard-shallowest expected hurt %s, want %s", got.RatString(), want.RatString())
+	}
+	if got, want := len(shallowest.quiet()), 200; got != want {
+		t.Fatalf("%d quiet tenants' latencies, want %d", got, want)
+	}
+	whole := 0
+	for i, l := range shallowest.quiet() {
+		if l.Whole {
+			whole++
+		}
+		if l.Hurt != l.Whole {
+			t.Errorf("shard-shallowest, %s with %d queues among the noisy tenants': hurt = %v (p99 ratio %.2f)", res.Tenants[i].ID, l.Common, l.Hurt, l.P99/l.BaselineP99)
+		}
+		if r := random.quiet()[i]; r.Hurt != (r.Common > 0) {
+			t.Errorf("shard-random, %s with %d queues among the noisy tenants': hurt = %v (p99 ratio %.2f)", res.Tenants[i].ID, r.Common, r.Hurt, r.P99/r.BaselineP99)
+		}
+	}
+	// The check above means something only if some are covered and some
+	// are not.
+	if whole == 0 || whole == 200 || whole != res.Odds[2].Observed || whole != shallowest.QuietHurt {
+		t.Errorf("%d quiet tenants covered, %d observed, %d hurt: want the same count, neither 0 nor all", whole, res.Odds[2].Observed, shallowest.QuietHurt)
+	}
+}
+
 // TestOverlapOdds: the exact odds, and the shards the hash draws against
 // them, at the pool sizes of the README.
 func TestOverlapOdds(t *testing.T) {
@@ -194,10 +245,13 @@ func TestRoundRobin(t *testing.T) {
 	cfg := Config{Seed: 1, Queues: 8, ShardSize: 8, Duration: time.Minute}.withDefaults()
 	pool, _ := sharding.NewPool(cfg.Queues, cfg.ShardSize)
 	shards := make([]sharding.Shard, cfg.Quiet+1)
+	rates := make([]float64, cfg.Quiet+1)
 	for i := range shards {
 		shards[i] = pool.Shard("t")
+		rates[i] = cfg.QuietRate
 	}
-	e := newEngine(cfg, ShardRandom, shards, true)
+	rates[cfg.Quiet] *= cfg.NoisyFactor
+	e := newEngine(cfg, ShardRandom, shards, rates, true)
 	if err := e.run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +277,7 @@ func TestConfigValidate(t *testing.T) {
 		{"negative quiet", Config{Quiet: -1}},
 		{"negative rate", Config{QuietRate: -1}},
 		{"negative noisy factor", Config{NoisyFactor: -1}},
+		{"negative noisy tenants", Config{Noisy: -1}},
 		{"no consumer", Config{Capacity: 0.001}},
 		{"service distribution", Config{ServiceDist: "pareto"}},
 		{"one window", Config{Windows: 1}},
