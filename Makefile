@@ -10,20 +10,21 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS     ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test deps deps-redis deps-fauxqs fuzz-smoke bench lint loadtest clean
+.PHONY: all build test deps deps-redis deps-fauxqs deps-oapi-codegen deps-promtool fuzz-smoke bench lint loadtest clean
 
 all: build
 
 build:
 	$(GO) build -o fairq ./cmd/fairq
 
-## test: what CI runs. Installs redis-server (Debian) and fauxqs (npm, from
-## the committed lockfile) when they are missing.
+## test: what CI runs. Installs redis-server (Debian), fauxqs (npm, from
+## the committed lockfile), promtool (from Debian's prometheus package)
+## and oapi-codegen (go install) when they are missing.
 test: deps
 	$(GO) test -race -timeout 12m $(PKGS)
 	$(MAKE) --no-print-directory fuzz-smoke
 
-deps: deps-redis deps-fauxqs
+deps: deps-redis deps-fauxqs deps-oapi-codegen deps-promtool
 
 deps-redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
@@ -36,6 +37,35 @@ node_modules/.fauxqs-installed: package.json package-lock.json
 	@command -v npm >/dev/null 2>&1 || { echo "npm (Node.js >= 20) is needed for the SQS emulator fauxqs"; exit 1; }
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+## deps-promtool: promtool checks and unit-tests deploy/prometheus/alerts.yaml.
+## Debian ships it in its prometheus package; only the promtool binary is
+## taken from it (into GOBIN_DIR), so that no Prometheus server is
+## installed or started.
+deps-promtool:
+	@command -v promtool >/dev/null 2>&1 || test -x "$(GOBIN_DIR)/promtool" || { \
+	  echo "promtool missing: taking it from Debian's prometheus package into $(GOBIN_DIR)"; \
+	  tmp=$$(mktemp -d) && cd "$$tmp" && \
+	  { apt-get download prometheus >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && apt-get download prometheus >/dev/null 2>&1; }; } && \
+	  dpkg-deb -x prometheus_*.deb root && mkdir -p "$(GOBIN_DIR)" && \
+	  install -m 755 root/usr/bin/promtool "$(GOBIN_DIR)/promtool"; \
+	  rc=$$?; rm -rf "$$tmp"; exit $$rc; }
+
+# Where `go install` puts commands; the tests look there as well as on PATH.
+GOBIN_DIR := $(shell d="$$($(GO) env GOBIN)"; [ -n "$$d" ] || d="$$($(GO) env GOPATH | cut -d: -f1)/bin"; echo "$$d")
+
+## deps-oapi-codegen: the code generator gateway/openapi.json is held to
+## (TestOpenAPIGenerates), at its pinned version, and the runtime module
+## its client code imports.
+OAPI_CODEGEN_VERSION ?= v2.8.2
+OAPI_RUNTIME_VERSION ?= v1.8.0
+deps-oapi-codegen:
+	@case "$$("$(GOBIN_DIR)/oapi-codegen" -version 2>/dev/null)" in \
+	  *$(OAPI_CODEGEN_VERSION)*) ;; \
+	  *) echo "oapi-codegen $(OAPI_CODEGEN_VERSION) missing: installing it with go install"; \
+	     GOFLAGS= $(GO) install github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$(OAPI_CODEGEN_VERSION);; \
+	esac
+	@$(GO) mod download github.com/oapi-codegen/runtime@$(OAPI_RUNTIME_VERSION)
 
 ## fuzz-smoke: every fuzz target for a short while; no input may panic.
 fuzz-smoke:
