@@ -1,21 +1,36 @@
 # fairq — build, test and benchmark.
 #
-#   make test      install what the tests need if missing, then run every test with -race
-#   make bench     run the Go benchmarks
-#   make lint      gofmt, go vet and golangci-lint (when installed)
-#   make loadtest  the k6 load tests against a local system (installs k6 when missing)
+#   make build         a static binary ./fairq, version stamped from git
+#   make test          install what the tests need if missing, then run every test with -race
+#   make image         the container image (docker when a daemon answers, else buildah)
+#   make release       static linux/amd64 and linux/arm64 binaries and SHA256SUMS in dist/
+#   make deploy-check  the deployment checks: Helm, kube-score, Terraform, systemd, the image
+#   make bench         run the Go benchmarks
+#   make lint          gofmt, go vet and golangci-lint (when installed)
+#   make loadtest      the k6 load tests against a local system (installs k6 when missing)
 
 GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS     ?= ./...
 FUZZTIME ?= 10s
 
+# What `fairq version` prints and the worker's User-Agent names. The go
+# command stamps the revision itself in a clone (-buildvcs=auto, whatever
+# GOFLAGS says); the link-time flags also cover worktrees and tarballs.
+VERSION    ?= $(shell git describe --tags --always --dirty --match 'v*' 2>/dev/null || echo dev)
+REVISION   ?= $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED   ?= $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),true,false)
+BUILD_TIME ?= $(shell date -u $${SOURCE_DATE_EPOCH:+-d @$$SOURCE_DATE_EPOCH} +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS    := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) \
+              -X main.modified=$(MODIFIED) -X main.buildTime=$(BUILD_TIME)
+GOBUILD     = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags "$(LDFLAGS)"
+
 .PHONY: all build test deps deps-redis deps-fauxqs fuzz-smoke bench lint loadtest clean
 
 all: build
 
 build:
-	$(GO) build -o fairq ./cmd/fairq
+	$(GOBUILD) -o fairq ./cmd/fairq
 
 ## test: what CI runs. Installs redis-server (Debian) and fauxqs (npm, from
 ## the committed lockfile) when they are missing.
@@ -55,7 +70,7 @@ lint:
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run; else echo "golangci-lint not installed: skipped"; fi
 
 clean:
-	rm -f fairq
+	rm -rf fairq dist
 
 ## loadtest: the k6 scripts (loadtest/k6: steady, noisy, burst, bad-traffic)
 ## against a fresh `fairq dev`, then the fairness experiment: every scenario
