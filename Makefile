@@ -25,7 +25,8 @@ LDFLAGS    := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) \
               -X main.modified=$(MODIFIED) -X main.buildTime=$(BUILD_TIME)
 GOBUILD     = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags "$(LDFLAGS)"
 
-.PHONY: all build test deps deps-redis deps-fauxqs fuzz-smoke bench lint loadtest clean
+.PHONY: all build test deps deps-redis deps-fauxqs deps-deploy fuzz-smoke bench lint loadtest clean \
+        image release manifests deploy-check
 
 all: build
 
@@ -38,7 +39,7 @@ test: deps
 	$(GO) test -race -timeout 12m $(PKGS)
 	$(MAKE) --no-print-directory fuzz-smoke
 
-deps: deps-redis deps-fauxqs
+deps: deps-redis deps-fauxqs deps-deploy
 
 deps-redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
@@ -97,3 +98,79 @@ loadtest-deps: deps
 loadtest-smoke: loadtest-deps
 	$(GO) run ./loadtest/k6run -short -k6 "$(K6)"
 	FAIRQ_REQUIRE_SERVICES=1 $(GO) test -race -count=1 -run TestSmoke ./loadtest/harness
+
+## image: the container image $(IMAGE):$(IMAGE_TAG) from the Dockerfile, with
+## no base image: a static binary built here, the host's CA bundle and the
+## user files, staged in $(IMAGE_CONTEXT). docker builds it when a daemon
+## answers, Debian's buildah (rootless-friendly vfs storage, chroot
+## isolation) otherwise; IMAGE_BUILDER=docker|buildah chooses.
+IMAGE         ?= ghcr.io/fairq/fairq
+IMAGE_TAG     ?= $(patsubst v%,%,$(VERSION))
+IMAGE_ARCH    ?= $(shell $(GO) env GOARCH)
+IMAGE_CONTEXT ?= dist/image
+IMAGE_BUILDER ?= $(shell docker info >/dev/null 2>&1 && echo docker || echo buildah)
+BUILDAH       ?= buildah
+CA_BUNDLE     ?= /etc/ssl/certs/ca-certificates.crt
+IMAGE_ARGS     = --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg CREATED=$(BUILD_TIME)
+
+image:
+	@test -r $(CA_BUNDLE) || { echo "no CA bundle at $(CA_BUNDLE): install Debian's ca-certificates or set CA_BUNDLE"; exit 1; }
+	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)
+	GOOS=linux GOARCH=$(IMAGE_ARCH) $(GOBUILD) -o $(IMAGE_CONTEXT)/fairq ./cmd/fairq
+	cp $(CA_BUNDLE) $(IMAGE_CONTEXT)/ca-certificates.crt
+	cp deploy/image/passwd deploy/image/group $(IMAGE_CONTEXT)/
+ifeq ($(IMAGE_BUILDER),docker)
+	docker build --platform linux/$(IMAGE_ARCH) $(IMAGE_ARGS) -f Dockerfile -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_CONTEXT)
+else
+	@command -v $(firstword $(BUILDAH)) >/dev/null 2>&1 || { echo "neither a docker daemon nor buildah: make deps installs buildah"; exit 1; }
+	$(BUILDAH) --storage-driver vfs bud --isolation chroot --arch $(IMAGE_ARCH) $(IMAGE_ARGS) \
+	  -f Dockerfile -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_CONTEXT)
+endif
+
+## release: static binaries for linux/amd64 and linux/arm64 and their
+## SHA256SUMS in dist/, named fairq_<version>_linux_<arch>.
+RELEASE_ARCHES ?= amd64 arm64
+
+release:
+	rm -f dist/fairq_* dist/SHA256SUMS && mkdir -p dist
+	@set -e; for arch in $(RELEASE_ARCHES); do \
+	  echo "build dist/fairq_$(VERSION)_linux_$$arch"; \
+	  GOOS=linux GOARCH=$$arch $(GOBUILD) -o dist/fairq_$(VERSION)_linux_$$arch ./cmd/fairq; \
+	done
+	cd dist && sha256sum fairq_$(VERSION)_linux_* > SHA256SUMS && cat SHA256SUMS
+
+## manifests: deploy/kubernetes/fairq.yaml, the Helm chart rendered with
+## deploy/kubernetes/values.yaml (a test fails when they differ).
+HELM         ?= $(shell command -v helm 2>/dev/null || echo "$$($(GO) env GOPATH)/bin/helm")
+HELM_VERSION ?= v3.22.0
+KUBE_SCORE         ?= $(shell command -v kube-score 2>/dev/null || echo "$$($(GO) env GOPATH)/bin/kube-score")
+KUBE_SCORE_VERSION ?= v1.20.0
+
+manifests: deps-deploy
+	$(HELM) template fairq deploy/helm/fairq --namespace fairq -f deploy/kubernetes/values.yaml > deploy/kubernetes/fairq.yaml
+
+## deps-deploy: the tools the deployment checks run, when missing: helm and
+## kube-score (go install, pinned), Debian's buildah, shellcheck and
+## systemd (for systemd-analyze; on Debian images it is usually there, and
+## installing it in a container starts nothing).
+deps-deploy:
+	@test -x "$(HELM)" || { echo "helm missing: installing helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)"; \
+	  GOFLAGS= $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION); }
+	@test -x "$(KUBE_SCORE)" || { echo "kube-score missing: installing github.com/zegl/kube-score/cmd/kube-score@$(KUBE_SCORE_VERSION)"; \
+	  GOFLAGS= $(GO) install github.com/zegl/kube-score/cmd/kube-score@$(KUBE_SCORE_VERSION); }
+	@missing=""; \
+	  command -v buildah >/dev/null 2>&1 || missing="$$missing buildah"; \
+	  command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
+	  command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	  test -r $(CA_BUNDLE) || missing="$$missing ca-certificates"; \
+	  if [ -n "$$missing" ]; then echo "installing Debian's$$missing"; \
+	    $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+## deploy-check: every deployment check, each against the real tool: helm
+## lint and template, strict decoding into the Kubernetes API types,
+## kube-score, the Terraform module against `fairq queues create` on the SQS
+## emulator, systemd-analyze security, shellcheck of the Elastic Beanstalk
+## hooks, and the image built and run with buildah. `make test` runs them
+## too, with everything else.
+deploy-check: deps-deploy deps-fauxqs
+	FAIRQ_REQUIRE_SERVICES=$${FAIRQ_REQUIRE_SERVICES:-1} $(GO) test -count=1 ./deploy/...
