@@ -147,7 +147,8 @@ KUBE_SCORE         ?= $(shell command -v kube-score 2>/dev/null || echo "$$($(GO
 KUBE_SCORE_VERSION ?= v1.20.0
 
 manifests: deps-deploy
-	$(HELM) template fairq deploy/helm/fairq --namespace fairq -f deploy/kubernetes/values.yaml > deploy/kubernetes/fairq.yaml
+	$(HELM) template fairq deploy/helm/fairq --namespace fairq --kube-version 1.30.0 \
+	  -f deploy/kubernetes/values.yaml > deploy/kubernetes/fairq.yaml
 
 ## deps-deploy: the tools the deployment checks run, when missing: helm and
 ## kube-score (go install, pinned), Debian's buildah, shellcheck and

@@ -276,7 +276,7 @@ func TestServiceFiles(t *testing.T) {
 			t.Errorf("%s: TimeoutStopSec %d (%v), want more than %d", path, stop, err, needSeconds)
 		}
 	}
-	for _, path := range []string{"kubernetes/gateway.yaml", "kubernetes/worker.yaml"} {
+	for _, path := range []string{"kubernetes/fairq.yaml"} {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
