@@ -8,8 +8,8 @@ variable "queue_prefix" {
   default     = "fairq"
 
   validation {
-    condition     = can(regex("^[A-Za-z0-9_-]{1,60}$", var.queue_prefix))
-    error_message = "The prefix must be 1-60 letters, digits, '-' or '_' (SQS names are at most 80 characters)."
+    condition     = can(regex("^[A-Za-z0-9_-]{1,71}$", var.queue_prefix))
+    error_message = "The prefix must be 1-71 letters, digits, '-' or '_' (SQS names are at most 80 characters)."
   }
 }
 
