@@ -151,7 +151,7 @@ manifests: deps-deploy
 	  -f deploy/kubernetes/values.yaml > deploy/kubernetes/fairq.yaml
 
 ## deps-deploy: the tools the deployment checks run, when missing: helm and
-## kube-score (go install, pinned), Debian's buildah, shellcheck and
+## kube-score (go install, pinned), Debian's buildah, shellcheck, jq and
 ## systemd (for systemd-analyze; on Debian images it is usually there, and
 ## installing it in a container starts nothing).
 deps-deploy:
@@ -162,6 +162,7 @@ deps-deploy:
 	@missing=""; \
 	  command -v buildah >/dev/null 2>&1 || missing="$$missing buildah"; \
 	  command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
+	  command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
 	  command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	  test -r $(CA_BUNDLE) || missing="$$missing ca-certificates"; \
 	  if [ -n "$$missing" ]; then echo "installing Debian's$$missing"; \
