@@ -128,16 +128,17 @@ else
 endif
 
 ## release: static binaries for linux/amd64 and linux/arm64 and their
-## SHA256SUMS in dist/, named fairq_<version>_linux_<arch>.
+## SHA256SUMS in $(DIST), named fairq_<version>_linux_<arch>.
 RELEASE_ARCHES ?= amd64 arm64
+DIST           ?= dist
 
 release:
-	rm -f dist/fairq_* dist/SHA256SUMS && mkdir -p dist
+	rm -f $(DIST)/fairq_* $(DIST)/SHA256SUMS && mkdir -p $(DIST)
 	@set -e; for arch in $(RELEASE_ARCHES); do \
-	  echo "build dist/fairq_$(VERSION)_linux_$$arch"; \
-	  GOOS=linux GOARCH=$$arch $(GOBUILD) -o dist/fairq_$(VERSION)_linux_$$arch ./cmd/fairq; \
+	  echo "build $(DIST)/fairq_$(VERSION)_linux_$$arch"; \
+	  GOOS=linux GOARCH=$$arch $(GOBUILD) -o $(DIST)/fairq_$(VERSION)_linux_$$arch ./cmd/fairq; \
 	done
-	cd dist && sha256sum fairq_$(VERSION)_linux_* > SHA256SUMS && cat SHA256SUMS
+	cd $(DIST) && sha256sum fairq_$(VERSION)_linux_* > SHA256SUMS && cat SHA256SUMS
 
 ## manifests: deploy/kubernetes/fairq.yaml, the Helm chart rendered with
 ## deploy/kubernetes/values.yaml (a test fails when they differ).
