@@ -46,8 +46,8 @@ func TestReadBuild(t *testing.T) {
 			},
 		},
 		{
-			name:   "make build: link-time flags win",
-			bi:     stamped, ok: true,
+			name: "make build: link-time flags win",
+			bi:   stamped, ok: true,
 			linked: [4]string{"v0.1.0-2-gcbded55", "cbded55abcde0123456789abcdef0123456789ab", "false", "2026-11-25T09:00:00Z"},
 			want: build{
 				Version:  "v0.1.0-2-gcbded55",
@@ -56,8 +56,8 @@ func TestReadBuild(t *testing.T) {
 			},
 		},
 		{
-			name:   "make build where the go command stamps nothing",
-			bi:     devel, ok: true,
+			name: "make build where the go command stamps nothing",
+			bi:   devel, ok: true,
 			linked: [4]string{"v0.1.0-dirty", "0123456789abcdef0123456789abcdef01234567", "true", ""},
 			want: build{
 				Version:  "v0.1.0-dirty",
