@@ -80,8 +80,10 @@ func TestTerraformQueues(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), "go", "run", "../cmd/fairq", "queues", "create", "--config", cfg)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION="+testenv.SQSRegion)
+	// Built as make builds it (static, -trimpath), so that the image and
+	// release tests reuse the compiled packages.
+	cmd := exec.CommandContext(t.Context(), "go", "run", "-trimpath", "../cmd/fairq", "queues", "create", "--config", cfg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION="+testenv.SQSRegion)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("fairq queues create: %v\n%s", err, out)
 	}
