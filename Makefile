@@ -1,21 +1,37 @@
 # fairq — build, test and benchmark.
 #
-#   make test      install what the tests need if missing, then run every test with -race
-#   make bench     run the Go benchmarks
-#   make lint      gofmt, go vet and golangci-lint (when installed)
-#   make loadtest  the k6 load tests against a local system (installs k6 when missing)
+#   make build         a static binary ./fairq, version stamped from git
+#   make test          install what the tests need if missing, then run every test with -race
+#   make image         the container image (docker when a daemon answers, else buildah)
+#   make release       static linux/amd64 and linux/arm64 binaries and SHA256SUMS in dist/
+#   make deploy-check  the deployment checks: Helm, kube-score, Terraform, systemd, the image
+#   make bench         run the Go benchmarks
+#   make lint          gofmt, go vet and golangci-lint (when installed)
+#   make loadtest      the k6 load tests against a local system (installs k6 when missing)
 
 GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS     ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test deps deps-redis deps-fauxqs deps-oapi-codegen deps-promtool fuzz-smoke bench lint loadtest clean
+# What `fairq version` prints and the worker's User-Agent names. The go
+# command stamps the revision itself in a clone (-buildvcs=auto, whatever
+# GOFLAGS says); the link-time flags also cover worktrees and tarballs.
+VERSION    ?= $(shell git describe --tags --always --dirty --match 'v*' 2>/dev/null || echo dev)
+REVISION   ?= $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED   ?= $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),true,false)
+BUILD_TIME ?= $(shell date -u $${SOURCE_DATE_EPOCH:+-d @$$SOURCE_DATE_EPOCH} +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS    := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) \
+              -X main.modified=$(MODIFIED) -X main.buildTime=$(BUILD_TIME)
+GOBUILD     = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags "$(LDFLAGS)"
+
+.PHONY: all build test deps deps-redis deps-fauxqs deps-deploy deps-oapi-codegen deps-promtool fuzz-smoke bench lint loadtest clean \
+        image release manifests deploy-check
 
 all: build
 
 build:
-	$(GO) build -o fairq ./cmd/fairq
+	$(GOBUILD) -o fairq ./cmd/fairq
 
 ## test: what CI runs. Installs redis-server (Debian), fauxqs (npm, from
 ## the committed lockfile), promtool (from Debian's prometheus package)
@@ -24,7 +40,7 @@ test: deps
 	$(GO) test -race -timeout 12m $(PKGS)
 	$(MAKE) --no-print-directory fuzz-smoke
 
-deps: deps-redis deps-fauxqs deps-oapi-codegen deps-promtool
+deps: deps-redis deps-fauxqs deps-oapi-codegen deps-promtool deps-deploy
 
 deps-redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
@@ -85,7 +101,7 @@ lint:
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run; else echo "golangci-lint not installed: skipped"; fi
 
 clean:
-	rm -f fairq
+	rm -rf fairq dist
 
 ## loadtest: the k6 scripts (loadtest/k6: steady, noisy, burst, bad-traffic)
 ## against a fresh `fairq dev`, then the fairness experiment: every scenario
@@ -112,3 +128,82 @@ loadtest-deps: deps
 loadtest-smoke: loadtest-deps
 	$(GO) run ./loadtest/k6run -short -k6 "$(K6)"
 	FAIRQ_REQUIRE_SERVICES=1 $(GO) test -race -count=1 -run TestSmoke ./loadtest/harness
+
+## image: the container image $(IMAGE):$(IMAGE_TAG) from the Dockerfile, with
+## no base image: a static binary built here, the host's CA bundle and the
+## user files, staged in $(IMAGE_CONTEXT). docker builds it when a daemon
+## answers, Debian's buildah (rootless-friendly vfs storage, chroot
+## isolation) otherwise; IMAGE_BUILDER=docker|buildah chooses.
+IMAGE         ?= ghcr.io/fairq/fairq
+IMAGE_TAG     ?= $(patsubst v%,%,$(VERSION))
+IMAGE_ARCH    ?= $(shell $(GO) env GOARCH)
+IMAGE_CONTEXT ?= dist/image
+IMAGE_BUILDER ?= $(shell docker info >/dev/null 2>&1 && echo docker || echo buildah)
+BUILDAH       ?= buildah
+CA_BUNDLE     ?= /etc/ssl/certs/ca-certificates.crt
+IMAGE_ARGS     = --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg CREATED=$(BUILD_TIME)
+
+image:
+	@test -r $(CA_BUNDLE) || { echo "no CA bundle at $(CA_BUNDLE): install Debian's ca-certificates or set CA_BUNDLE"; exit 1; }
+	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)
+	GOOS=linux GOARCH=$(IMAGE_ARCH) $(GOBUILD) -o $(IMAGE_CONTEXT)/fairq ./cmd/fairq
+	cp $(CA_BUNDLE) $(IMAGE_CONTEXT)/ca-certificates.crt
+	cp deploy/image/passwd deploy/image/group $(IMAGE_CONTEXT)/
+ifeq ($(IMAGE_BUILDER),docker)
+	docker build --platform linux/$(IMAGE_ARCH) $(IMAGE_ARGS) -f Dockerfile -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_CONTEXT)
+else
+	@command -v $(firstword $(BUILDAH)) >/dev/null 2>&1 || { echo "neither a docker daemon nor buildah: make deps installs buildah"; exit 1; }
+	$(BUILDAH) --storage-driver vfs bud --isolation chroot --arch $(IMAGE_ARCH) $(IMAGE_ARGS) \
+	  -f Dockerfile -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_CONTEXT)
+endif
+
+## release: static binaries for linux/amd64 and linux/arm64 and their
+## SHA256SUMS in $(DIST), named fairq_<version>_linux_<arch>.
+RELEASE_ARCHES ?= amd64 arm64
+DIST           ?= dist
+
+release:
+	rm -f $(DIST)/fairq_* $(DIST)/SHA256SUMS && mkdir -p $(DIST)
+	@set -e; for arch in $(RELEASE_ARCHES); do \
+	  echo "build $(DIST)/fairq_$(VERSION)_linux_$$arch"; \
+	  GOOS=linux GOARCH=$$arch $(GOBUILD) -o $(DIST)/fairq_$(VERSION)_linux_$$arch ./cmd/fairq; \
+	done
+	cd $(DIST) && sha256sum fairq_$(VERSION)_linux_* > SHA256SUMS && cat SHA256SUMS
+
+## manifests: deploy/kubernetes/fairq.yaml, the Helm chart rendered with
+## deploy/kubernetes/values.yaml (a test fails when they differ).
+HELM         ?= $(shell command -v helm 2>/dev/null || echo "$$($(GO) env GOPATH)/bin/helm")
+HELM_VERSION ?= v3.22.0
+KUBE_SCORE         ?= $(shell command -v kube-score 2>/dev/null || echo "$$($(GO) env GOPATH)/bin/kube-score")
+KUBE_SCORE_VERSION ?= v1.20.0
+
+manifests: deps-deploy
+	$(HELM) template fairq deploy/helm/fairq --namespace fairq --kube-version 1.30.0 \
+	  -f deploy/kubernetes/values.yaml > deploy/kubernetes/fairq.yaml
+
+## deps-deploy: the tools the deployment checks run, when missing: helm and
+## kube-score (go install, pinned), Debian's buildah, shellcheck, jq and
+## systemd (for systemd-analyze; on Debian images it is usually there, and
+## installing it in a container starts nothing).
+deps-deploy:
+	@test -x "$(HELM)" || { echo "helm missing: installing helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)"; \
+	  GOFLAGS= $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION); }
+	@test -x "$(KUBE_SCORE)" || { echo "kube-score missing: installing github.com/zegl/kube-score/cmd/kube-score@$(KUBE_SCORE_VERSION)"; \
+	  GOFLAGS= $(GO) install github.com/zegl/kube-score/cmd/kube-score@$(KUBE_SCORE_VERSION); }
+	@missing=""; \
+	  command -v buildah >/dev/null 2>&1 || missing="$$missing buildah"; \
+	  command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
+	  command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
+	  command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	  test -r $(CA_BUNDLE) || missing="$$missing ca-certificates"; \
+	  if [ -n "$$missing" ]; then echo "installing Debian's$$missing"; \
+	    $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+## deploy-check: every deployment check, each against the real tool: helm
+## lint and template, strict decoding into the Kubernetes API types,
+## kube-score, the Terraform module against `fairq queues create` on the SQS
+## emulator, systemd-analyze security, shellcheck of the Elastic Beanstalk
+## hooks, and the image built and run with buildah. `make test` runs them
+## too, with everything else.
+deploy-check: deps-deploy deps-fauxqs
+	FAIRQ_REQUIRE_SERVICES=$${FAIRQ_REQUIRE_SERVICES:-1} $(GO) test -count=1 ./deploy/...

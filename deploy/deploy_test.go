@@ -1,14 +1,17 @@
 package deploy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/deploy/iam"
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/internal/testenv"
@@ -28,7 +32,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// roles maps each IAM policy to the backend interfaces its processes
+// roles maps each role of package iam to the backend interfaces its processes
 // use: the methods are read from the interfaces themselves, so a new
 // method a role starts to call shows up here without anyone remembering
 // the policy.
@@ -43,35 +47,91 @@ func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 // TestIAMPolicies runs every backend method a role uses against the SQS
 // emulator, records the SQS operations it calls (fairq_sqs_requests_total)
-// and checks that the role's policy allows each, and nothing more.
+// and checks that the role's actions in package iam (the one source of the
+// policies) allow each, and nothing more, and that the committed JSON
+// policies are iam's rendering for the default prefix.
 func TestIAMPolicies(t *testing.T) {
+	called := roleCalls(t)
+	for _, r := range iam.Roles {
+		t.Run(r.Name, func(t *testing.T) {
+			got := slices.Sorted(slices.Values(r.Actions))
+			if want := called[r.Name]; !slices.Equal(got, want) {
+				t.Errorf("iam.Roles[%s] allows %v; the role calls %v", r.Name, got, want)
+			}
+			if got := policyActions(t, filepath.Join("iam", r.Name+".json")); !slices.Equal(got, called[r.Name]) {
+				t.Errorf("iam/%s.json allows %v; the role calls %v", r.Name, got, called[r.Name])
+			}
+		})
+	}
+	if len(called) != len(iam.Roles) {
+		t.Errorf("roles tested %v, iam.Roles has %d", slices.Sorted(maps.Keys(called)), len(iam.Roles))
+	}
+}
+
+// TestIAMRendering checks that the committed policies and Terraform locals
+// are what `go generate ./deploy/iam` writes, and that a policy rendered
+// for another prefix allows that prefix's queues and no others.
+func TestIAMRendering(t *testing.T) {
+	for _, r := range iam.Roles {
+		want, err := r.PolicyJSON(iam.PrefixDefault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("iam", r.Name+".json")
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s differs from its rendering (%v): run go generate ./deploy/iam", path, err)
+		}
+		other, err := r.PolicyJSON("acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(other, []byte(`"arn:aws:sqs:*:*:acme-*"`)) || bytes.Contains(other, []byte("fairq-")) {
+			t.Errorf("policy %s for prefix acme:\n%s", r.Name, other)
+		}
+	}
+	if got, err := os.ReadFile("terraform/iam.tf"); err != nil || !bytes.Equal(got, iam.Terraform()) {
+		t.Errorf("terraform/iam.tf differs from its rendering (%v): run go generate ./deploy/iam", err)
+	}
+}
+
+var roleCallsOnce struct {
+	sync.Mutex
+	calls map[string][]string
+}
+
+// roleCalls returns the IAM actions each role calls, sorted, measured once
+// per test binary against the emulator.
+func roleCalls(t *testing.T) map[string][]string {
+	t.Helper()
+	roleCallsOnce.Lock()
+	defer roleCallsOnce.Unlock()
+	if roleCallsOnce.calls != nil {
+		return roleCallsOnce.calls
+	}
 	endpoint := testenv.SQSEndpoint(t)
 	opsByMethod := map[string][]string{}
 	for _, m := range []string{"Send", "Receive", "Delete", "ChangeVisibility", "Depth", "Create"} {
 		opsByMethod[m] = sqsOps(t, endpoint, m)
 	}
+	calls := map[string][]string{}
 	for role, ifaces := range roles {
-		t.Run(role, func(t *testing.T) {
-			var want []string
-			for _, it := range ifaces {
-				for i := range it.NumMethod() {
-					ops := opsByMethod[it.Method(i).Name]
-					if ops == nil {
-						t.Fatalf("%v.%s: no SQS operations known for this method", it, it.Method(i).Name)
-					}
-					for _, op := range ops {
-						want = append(want, iamAction(op))
-					}
+		var want []string
+		for _, it := range ifaces {
+			for i := range it.NumMethod() {
+				ops := opsByMethod[it.Method(i).Name]
+				if ops == nil {
+					t.Fatalf("%v.%s: no SQS operations known for this method", it, it.Method(i).Name)
+				}
+				for _, op := range ops {
+					want = append(want, iamAction(op))
 				}
 			}
-			slices.Sort(want)
-			want = slices.Compact(want)
-			got := policyActions(t, filepath.Join("iam", role+".json"))
-			if !slices.Equal(got, want) {
-				t.Errorf("iam/%s.json allows %v; the role calls %v", role, got, want)
-			}
-		})
+		}
+		slices.Sort(want)
+		calls[role] = slices.Compact(want)
 	}
+	roleCallsOnce.calls = calls
+	return calls
 }
 
 // iamAction names the IAM action of an SQS API operation: batch calls are
@@ -216,7 +276,7 @@ func TestServiceFiles(t *testing.T) {
 			t.Errorf("%s: TimeoutStopSec %d (%v), want more than %d", path, stop, err, needSeconds)
 		}
 	}
-	for _, path := range []string{"kubernetes/gateway.yaml", "kubernetes/worker.yaml"} {
+	for _, path := range []string{"kubernetes/fairq.yaml"} {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

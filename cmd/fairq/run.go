@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
@@ -67,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "sim":
 		return runSimMoved(stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "fairq %s\n", buildVersion())
+		writeVersion(stdout, readBuild(debug.ReadBuildInfo()))
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
