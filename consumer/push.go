@@ -90,6 +90,7 @@ type Push struct {
 	userAgent []string
 	mimeType  []string
 	now       func() time.Time
+	dialer    *net.Dialer
 }
 
 var _ Handler = (*Push)(nil)
@@ -106,12 +107,13 @@ func NewPush(cfg PushConfig) (*Push, error) {
 		userAgent: []string{"aws-sqsd/1.11 (fairq/" + cfg.Version + ")"},
 		mimeType:  []string{cfg.MimeType},
 		now:       cfg.NowFunc,
+		dialer:    &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second},
 	}
 	rt := cfg.Transport
 	if rt == nil {
 		p.transport = &http.Transport{
 			Proxy:                 nil, // the application is local; never go through a proxy
-			DialContext:           (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           p.dialer.DialContext,
 			TLSHandshakeTimeout:   cfg.ConnectTimeout,
 			MaxIdleConns:          cfg.Connections,
 			MaxIdleConnsPerHost:   cfg.Connections,
@@ -137,6 +139,26 @@ func (p *Push) Close() {
 	if p.transport != nil {
 		p.transport.CloseIdleConnections()
 	}
+}
+
+// Ping reports whether the application accepts connections: it opens a
+// TCP connection to the push URL's host and closes it, within ctx and the
+// connect timeout. It is the application half of the worker's readiness
+// (aws-sqsd has no probe; Kubernetes needs one).
+func (p *Push) Ping(ctx context.Context) error {
+	host := p.url.Host
+	if p.url.Port() == "" {
+		port := "80"
+		if p.url.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(p.url.Hostname(), port)
+	}
+	conn, err := p.dialer.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return fmt.Errorf("push URL %s: %w", p.url.Redacted(), err)
+	}
+	return conn.Close()
 }
 
 // maxDrain is how much of an answer's body is read so that its connection

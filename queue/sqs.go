@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
@@ -132,6 +133,8 @@ func NewSQS(ctx context.Context, cfg SQSConfig) (*SQS, error) {
 	}
 
 	opts := []func(*config.LoadOptions) error{
+		// The SDK's own log lines (rare warnings) as slog records.
+		config.WithLogger(sdkLogger{cfg.Logger}),
 		// The standard retryer: at most 3 attempts per call (retry.DefaultMaxAttempts),
 		// exponential backoff with jitter up to 20 s, and a client-wide retry
 		// token bucket so that an outage does not multiply the request rate.
@@ -161,6 +164,17 @@ func NewSQS(ctx context.Context, cfg SQSConfig) (*SQS, error) {
 		o.APIOptions = append(o.APIOptions, sqsCountAttempts(requests))
 	})
 	return &SQS{client: client, log: cfg.Logger, requests: requests}, nil
+}
+
+// sdkLogger writes the AWS SDK's log lines to a slog.Logger.
+type sdkLogger struct{ l *slog.Logger }
+
+func (s sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	level := slog.LevelDebug
+	if c == logging.Warn {
+		level = slog.LevelWarn
+	}
+	s.l.Log(context.Background(), level, fmt.Sprintf(format, v...), "component", "aws-sdk")
 }
 
 // sqsCountAttempts adds a Finalize middleware right after the retry

@@ -27,6 +27,60 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// startRole runs `fairq role --config` with the configuration at base
+// plus a listen address, until the test ends; then it cancels its context
+// (as SIGTERM does) and checks that it exits 0. It returns the command's
+// stderr.
+func startRole(t *testing.T, role, base, listen string) *syncBuffer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), role+".yaml")
+	raw, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(raw, []byte("listen: "+listen+"\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	stderr := &syncBuffer{}
+	go func() {
+		done <- run(ctx, []string{"fairq", role, "--config", path}, func(string) string { return "" },
+			strings.NewReader(""), io.Discard, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("fairq %s exited %d after its context ended, want 0; stderr:\n%s", role, code, stderr)
+			}
+		case <-time.After(40 * time.Second):
+			t.Errorf("fairq %s did not stop", role)
+		}
+	})
+	return stderr
+}
+
+// waitHTTP polls url until it answers want, or fails the test after d.
+func waitHTTP(t *testing.T, url string, want int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		res, err := http.Get(url)
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer %d within %v (last: %v %v)", url, want, d, res, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a port, not synchronising goroutines
+	}
+}
+
 // TestGatewayAndWorkerApart runs the production shape: `fairq gateway` and
 // `fairq worker` as separate commands sharing SQS (the emulator) and Redis.
 // A message enqueued at the gateway reaches the application through the
@@ -43,49 +97,10 @@ worker: {push_url: %q}
 		t.Fatalf("queues create: %d %s", code, stderr)
 	}
 	gwAddr, wkAddr := freeAddr(t), freeAddr(t)
-	start := func(role, listen string) <-chan int {
-		path := filepath.Join(t.TempDir(), role+".yaml")
-		raw, err := os.ReadFile(base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append(raw, []byte("listen: "+listen+"\n")...), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan int, 1)
-		go func() {
-			done <- run(ctx, []string{"fairq", role, "--config", path}, func(string) string { return "" },
-				strings.NewReader(""), io.Discard, io.Discard)
-		}()
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("fairq %s exited %d after its context ended, want 0", role, code)
-				}
-			case <-time.After(40 * time.Second):
-				t.Errorf("fairq %s did not stop", role)
-			}
-		})
-		return done
-	}
-	start("worker", wkAddr)
-	start("gateway", gwAddr)
+	startRole(t, "worker", base, wkAddr)
+	startRole(t, "gateway", base, gwAddr)
 	gw := "http://" + gwAddr
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		res, err := http.Get(gw + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway did not come up: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a port, not synchronising goroutines
-	}
+	waitHTTP(t, gw+"/healthz", http.StatusOK, 20*time.Second)
 	got := enqueue(t, gw, key, `{"body": "apart"}`)
 	p := next(t, pushes, 30*time.Second)
 	if p.header.Get("X-Aws-Sqsd-Msgid") != got["id"] || p.body != "apart" {

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/config"
 )
@@ -31,6 +37,7 @@ func newLogger(e env, cfg config.Config, dev bool) *slog.Logger {
 	for _, name := range unknownEnv(e) {
 		logger.Warn("unknown FAIRQ_ environment variable ignored: no configuration key has this name", "name", name)
 	}
+	routeLibraryLogs(logger)
 	return logger
 }
 
@@ -56,3 +63,29 @@ func unknownEnv(e env) []string {
 
 // notConfig are FAIRQ_ variables that are not configuration keys.
 var notConfig = []string{"FAIRQ_REQUIRE_SERVICES"}
+
+// redisLog is where go-redis's own log lines go: the logger of the process
+// (the last one made, as tests run several in one process), as slog
+// records of the "redis" component. go-redis takes one logger for the
+// whole process, set once.
+var (
+	redisLog     atomic.Pointer[slog.Logger]
+	redisLogOnce sync.Once
+)
+
+// redisLogger forwards go-redis's Printf lines to redisLog.
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l := redisLog.Load(); l != nil {
+		l.LogAttrs(ctx, slog.LevelWarn, strings.TrimSpace(fmt.Sprintf(format, v...)), slog.String("component", "go-redis"))
+	}
+}
+
+// routeLibraryLogs sends the log lines of the libraries that write their
+// own (go-redis) through logger, so that every line fairq writes is one
+// structured record. The AWS SDK gets its logger per client (queue.SQS).
+func routeLibraryLogs(logger *slog.Logger) {
+	redisLog.Store(logger)
+	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{}) })
+}

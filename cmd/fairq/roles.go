@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -67,6 +68,11 @@ func dev(ctx context.Context, e env, o devOptions, ready func(*system, net.Addr)
 		cfg.Tenants = []config.Tenant{{ID: demoTenant, APIKeys: []string{tenant.HashKey(demoKey)}}}
 	}
 	logger := newLogger(e, cfg, true)
+	return logFailure(logger, devRun(ctx, e, o, cfg, demoKey, logger, ready))
+}
+
+// devRun is the part of dev that runs under its logger.
+func devRun(ctx context.Context, e env, o devOptions, cfg config.Config, demoKey string, logger *slog.Logger, ready func(*system, net.Addr)) error {
 	s, err := newSystem(ctx, roleDev, cfg, logger)
 	if err != nil {
 		return err
@@ -102,6 +108,10 @@ func runGateway(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	logger := newLogger(e, cfg, false)
+	return logFailure(logger, gatewayRun(ctx, cfg, logger))
+}
+
+func gatewayRun(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	s, err := newSystem(ctx, roleGateway, cfg, logger)
 	if err != nil {
 		return err
@@ -122,6 +132,10 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	logger := newLogger(e, cfg, false)
+	return logFailure(logger, workerRun(ctx, cfg, logger))
+}
+
+func workerRun(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	s, err := newSystem(ctx, roleWorker, cfg, logger)
 	if err != nil {
 		return err
@@ -135,6 +149,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 	}
 	ops := chi.NewRouter()
 	ops.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	ops.Get("/readyz", s.workerReady().ServeHTTP)
 	ops.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	return runSystem(ctx, s, ops, func(addr net.Addr) {
 		logger.Info("worker running", "ops_listen", addr.String(), "push_url", cfg.Worker.PushURL,

@@ -29,6 +29,26 @@ Every configuration key can be overridden by FAIRQ_<PATH> (e.g. FAIRQ_REDIS_ADDR
 // errUsage marks a command line that could not be understood (exit 2).
 var errUsage = errors.New("usage")
 
+// loggedError is an error a daemon already wrote to its log: run exits 1
+// without writing it again, so that a daemon's stderr holds only its
+// structured records.
+type loggedError struct{ err error }
+
+func (e loggedError) Error() string { return e.err.Error() }
+func (e loggedError) Unwrap() error { return e.err }
+
+// logFailure writes err, if not nil, to the daemon's log as its last
+// record and returns it marked as written.
+func logFailure(logger interface {
+	Error(msg string, args ...any)
+}, err error) error {
+	if err == nil {
+		return nil
+	}
+	logger.Error("fairq stopped on an error", "err", err)
+	return loggedError{err}
+}
+
 // env is the process environment as the commands see it; only cmd reads it.
 type env struct {
 	getenv  func(string) string
@@ -77,11 +97,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintf(stderr, "fairq: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
+	var logged loggedError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &logged):
+		return 1
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "fairq %s: %v\n", cmd, err)
 		return 2
