@@ -97,12 +97,12 @@ func (s *Server) readBatch(w http.ResponseWriter, r *http.Request, t tenant.Tena
 	if err := s.precheck(t); err != nil {
 		return nil, err
 	}
-	data, done, err := s.readBody(w, r, t, int64(s.cfg.MaxBatchBody))
+	b, err := s.readBody(w, r, t, int64(s.cfg.MaxBatchBody))
 	if err != nil {
 		return nil, err
 	}
-	raws, err := decodeBatch(data) // the raw messages are copies
-	done()
+	raws, err := decodeBatch(b.data) // the raw messages are copies
+	b.release()
 	if err != nil {
 		return nil, err
 	}

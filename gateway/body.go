@@ -106,30 +106,41 @@ func (b *bodyBudget) held() int64 {
 const bodyRetry = time.Second
 
 // readBody reads the request body of tenant t, at most limit bytes, within
-// the body budget. It returns the body and the function that gives its
-// reservation back, to be called once nothing refers to the body any more.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, t tenant.Tenant, limit int64) ([]byte, func(), error) {
+// the body budget. Release the body once nothing refers to its data any
+// more: that gives its buffer and its reservation back.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, t tenant.Tenant, limit int64) (body, error) {
 	if r.ContentLength > limit {
-		return nil, nil, &http.MaxBytesError{Limit: limit}
+		return body{}, &http.MaxBytesError{Limit: limit}
 	}
-	rd := &bodyReader{s: s, tenant: t.ID}
+	b := body{rd: bodyReader{s: s, tenant: t.ID}}
 	if r.ContentLength >= 0 {
-		if err := rd.reserve(r.ContentLength); err != nil {
-			return nil, nil, err
+		if err := b.rd.reserve(r.ContentLength); err != nil {
+			return body{}, err
 		}
-		rd.fixed = true
+		b.rd.fixed = true
 	}
-	bp := bodyBuffers.Get().(*[]byte)
-	data, err := rd.read((*bp)[:0], http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		putBodyBuffer(bp, nil)
-		rd.release()
-		return nil, nil, err
+	b.bp = bodyBuffers.Get().(*[]byte)
+	var err error
+	if b.data, err = b.rd.read((*b.bp)[:0], http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		putBodyBuffer(b.bp, nil)
+		b.rd.release()
+		return body{}, err
 	}
-	return data, func() {
-		putBodyBuffer(bp, data)
-		rd.release()
-	}, nil
+	return b, nil
+}
+
+// body is a request body read within the budget.
+type body struct {
+	data []byte
+	bp   *[]byte // the pooled buffer data was read into
+	rd   bodyReader
+}
+
+// release gives the body's buffer and reservation back.
+func (b *body) release() {
+	putBodyBuffer(b.bp, b.data)
+	b.rd.release()
+	b.data = nil
 }
 
 // bodyReader reads one body within its reservation.

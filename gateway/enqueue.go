@@ -83,12 +83,12 @@ func (s *Server) readMessage(w http.ResponseWriter, r *http.Request, t tenant.Te
 	if err := s.precheck(t); err != nil {
 		return message{}, err
 	}
-	data, done, err := s.readBody(w, r, t, 3*int64(s.cfg.MaxMessageSize)+bodySlack)
+	b, err := s.readBody(w, r, t, 3*int64(s.cfg.MaxMessageSize)+bodySlack)
 	if err != nil {
 		return message{}, err
 	}
-	msg, err := decodeMessage(data, false) // keeps nothing of data
-	done()
+	msg, err := decodeMessage(b.data, false) // keeps nothing of the body
+	b.release()
 	msg.idempotencyKey = key
 	return msg, err
 }
@@ -249,11 +249,13 @@ func (s *Server) admitAll(ctx context.Context, t tenant.Tenant, es []entry) thro
 // sendAll submits the admitted entries to the batcher at once and waits
 // for each one's answer.
 func (s *Server) sendAll(t tenant.Tenant, es []entry) {
-	var items []sendItem
-	var one [1]sendItem
-	if len(es) == 1 {
-		items = one[:0]
+	if len(es) == 1 { // POST /v1/messages: no slices to make
+		if e := &es[0]; e.waiting() {
+			e.res, e.uncertain, e.err = s.await(t, e.item, s.submit(t, e.item))
+		}
+		return
 	}
+	var items []sendItem
 	for i := range es {
 		if es[i].waiting() {
 			items = append(items, es[i].item)
@@ -455,6 +457,26 @@ type pendingSend struct {
 	name string
 	tk   Ticket[sendItem, sendResult]
 	err  error // not submitted
+}
+
+// submit picks the tenant's queue for one message and hands it to the
+// batcher. Stop waits for a submit under way, so that its message is
+// flushed.
+func (s *Server) submit(t tenant.Tenant, item sendItem) pendingSend {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.stopped || !s.started {
+		return pendingSend{q: -1, err: ErrStopped}
+	}
+	p, ok := s.pick(t, &item)
+	if !ok {
+		return p
+	}
+	p.tk, p.err = s.batcher.Submit(p.name, item)
+	if p.err != nil {
+		p.err = errors.Join(ErrStopped, p.err) // await gives the pick back
+	}
+	return p
 }
 
 // submitAll picks a queue for each message and hands them all to the

@@ -64,8 +64,9 @@ func (s *Server) flush(ctx context.Context, name string, items []sendItem) ([]se
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
 	defer cancel()
 	results := make([]sendResult, len(items))
-	sent := make([]bool, len(items))
-	todo := make([]int, len(items)) // indices still to send
+	var sent [queue.MaxBatch]bool
+	var indices [queue.MaxBatch]int
+	todo := indices[:len(items)] // indices still to send
 	for i := range todo {
 		todo[i] = i
 	}
@@ -124,7 +125,7 @@ func (s *Server) flush(ctx context.Context, name string, items []sendItem) ([]se
 		s.m.retries.Inc()
 		todo = again
 	}
-	s.account(context.WithoutCancel(ctx), items, results)
+	s.account(ctx, items, results)
 	return results, nil
 }
 
@@ -158,7 +159,8 @@ func (s *Server) account(ctx context.Context, items []sendItem, results []sendRe
 	if s.cfg.Backlog == nil || s.backlog.resting() || n == 0 {
 		return
 	}
-	addCtx, cancel := context.WithTimeout(ctx, backlogAddTimeout)
+	// Not cut short by the send's deadline, which the send may have used.
+	addCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backlogAddTimeout)
 	defer cancel()
 	for j := range n {
 		if err := s.cfg.Backlog.Add(addCtx, tenants[j], counts[j]); err != nil {
