@@ -3,7 +3,7 @@ package config
 import "time"
 
 // Config is the whole configuration of a fairq process. The YAML keys are
-// the contract of DESIGN.md §7; every scalar key can be overridden by an
+// a contract (the README's configuration table); every scalar key can be overridden by an
 // environment variable FAIRQ_ + the upper-cased path joined with "_" (see
 // the package comment). Build one with Default, Load or Parse; the zero
 // Config is not valid.
@@ -50,7 +50,7 @@ type SQS struct {
 	Region string `yaml:"region"`
 	// Endpoint is the SDK's BaseEndpoint, for emulators; empty uses AWS.
 	Endpoint string `yaml:"endpoint"`
-	// QueuePrefix starts every queue name (DESIGN.md §3). It also names the
+	// QueuePrefix starts every queue name (a contract, see queue.Names). It also names the
 	// queues of the memory backend.
 	QueuePrefix string `yaml:"queue_prefix"`
 }
@@ -176,7 +176,7 @@ type Gateway struct {
 	MaxTenantInflightBytes int64 `yaml:"max_tenant_inflight_bytes"`
 }
 
-// Default returns the configuration with every default of DESIGN.md §7 and
+// Default returns the configuration with every default, as fairq.example.yaml lists them, and
 // no tenants.
 func Default() Config {
 	return Config{

@@ -16,7 +16,7 @@ func TestDefault(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Default().Validate() = %v", err)
 	}
-	// The values of DESIGN.md §7, written out again so that a change to
+	// The values of the documented defaults, written out again so that a change to
 	// Default shows here.
 	want := Config{
 		Listen:  "127.0.0.1:8080",

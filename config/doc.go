@@ -1,4 +1,4 @@
-// Package config loads and validates the YAML configuration of DESIGN.md §7
+// Package config loads and validates the YAML configuration
 // and its FAIRQ_ environment overrides. Only cmd/fairq calls Load; every
 // other package takes its own Config, built by cmd from this one.
 //
@@ -11,7 +11,8 @@
 //
 // # The file
 //
-// The file holds one YAML document whose keys are those of DESIGN.md §7;
+// The file holds one YAML document whose keys are those of the README's
+// configuration table (every key, with its default, in fairq.example.yaml);
 // fairq.example.yaml at the root of the repository lists every key with
 // its default and a comment, and a test keeps it in step with Default.
 // Decoding is strict: an unknown key (keys are case sensitive), a key

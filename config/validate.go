@@ -21,7 +21,7 @@ const (
 	maxVisibility     = 12 * time.Hour // SQS's longest visibility timeout
 )
 
-// longestSuffix is the longest suffix of a queue name of DESIGN.md §3 with
+// longestSuffix is the longest suffix of a queue name of a deployment with
 // at most maxQueues live queues ("-live-999" is as long).
 const longestSuffix = "-overflow"
 

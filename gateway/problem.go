@@ -16,7 +16,8 @@ import (
 	"github.com/fairq/fairq/throttle"
 )
 
-// Code is a stable error code of the HTTP API (DESIGN.md §7, a contract).
+// Code is a stable error code of the HTTP API: a contract clients match on
+// (the README and openapi.json list them).
 type Code string
 
 // The error codes.

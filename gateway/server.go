@@ -222,9 +222,9 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// Server is the HTTP front door: an http.Handler serving the API of
-// DESIGN.md §7. Start it before serving and stop it after the HTTP server
-// has shut down (see Stop).
+// Server is the HTTP front door: an http.Handler serving the API of the
+// README and openapi.json. Start it before serving and stop it after the
+// HTTP server has shut down (see Stop).
 type Server struct {
 	cfg     Config
 	log     *slog.Logger

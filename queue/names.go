@@ -2,7 +2,7 @@ package queue
 
 import "fmt"
 
-// Names are the queue names of one deployment (DESIGN.md §3, a contract).
+// Names are the queue names of one deployment (a contract: operators and IAM policies name them).
 type Names struct {
 	Live     []string // prefix-live-00 … the shuffle-sharded pool
 	Overflow string   // prefix-overflow

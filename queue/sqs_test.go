@@ -29,7 +29,7 @@ import (
 func TestSQSConformance(t *testing.T) {
 	t.Parallel()
 	// Not Strict: the emulator accepts stale and made-up receipt handles in
-	// Delete and keeps a dead-lettered message's receive count (DESIGN.md §8).
+	// Delete and keeps a dead-lettered message's receive count (a known gap of the emulator).
 	queuetest.Run(t, func(t *testing.T) queue.Backend { return testenv.SQSBackend(t) })
 }
 
