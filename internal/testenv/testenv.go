@@ -76,24 +76,37 @@ type missingError struct {
 
 func (e *missingError) Error() string { return e.what + "; " + e.how }
 
-// service is a process started on first use and shared by the test binary;
-// a failed start is remembered and reported to every later caller.
+// service is a process (or a group of them) started on first use and
+// shared by the test binary; a failed start is remembered and reported to
+// every later caller.
 type service struct {
 	name  string
-	start func() (addr string, p *process, err error)
+	start func() (addr string, p stopper, err error)
 
 	mu      sync.Mutex
 	started bool
 	stopped bool
 	addr    string
-	proc    *process
+	proc    stopper
 	err     error
 }
 
+// stopper is what a service runs: a process, or a cluster of them.
+type stopper interface{ stop() }
+
 var (
-	redisService = &service{name: "redis-server", start: startRedis}
-	sqsService   = &service{name: "fauxqs", start: startFauxqs}
+	redisService = &service{name: "redis-server", start: func() (string, stopper, error) { return asStopper(startRedis()) }}
+	sqsService   = &service{name: "fauxqs", start: func() (string, stopper, error) { return asStopper(startFauxqs()) }}
 )
+
+// asStopper passes a process on as a stopper, nil (not a typed nil) when
+// none was started.
+func asStopper(addr string, p *process, err error) (string, stopper, error) {
+	if p == nil {
+		return addr, nil, err
+	}
+	return addr, p, err
+}
 
 // get returns the service's address, starting it if need be; it skips or
 // fails t when the service cannot be had.
@@ -135,7 +148,7 @@ func (s *service) stop() {
 // stopAll stops every service, concurrently.
 func stopAll() {
 	var wg sync.WaitGroup
-	for _, s := range []*service{redisService, sqsService} {
+	for _, s := range []*service{redisService, sqsService, clusterService} {
 		wg.Go(s.stop)
 	}
 	wg.Wait()

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fairq/fairq/queue"
 )
 
@@ -135,7 +137,7 @@ func TestServiceMissing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(RequireEnv, tt.require)
 			starts := 0
-			s := &service{name: "frobnicator", start: func() (string, *process, error) {
+			s := &service{name: "frobnicator", start: func() (string, stopper, error) {
 				starts++
 				return "", nil, tt.startErr
 			}}
@@ -219,3 +221,73 @@ func TestFauxqsExitsWhenStdinCloses(t *testing.T) {
 }
 
 func fmtMsg(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// TestRedisCluster: the shared cluster has three masters and spreads keys
+// over them; keys of one hash tag may be used together, keys of several
+// slots may not.
+func TestRedisCluster(t *testing.T) {
+	addrs := RedisCluster(t)
+	if len(addrs) != 3 {
+		t.Fatalf("%d masters, want 3: %v", len(addrs), addrs)
+	}
+	ctx := context.Background()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer c.Close()
+	prefix := Prefix(t)
+	seen := map[string]bool{}
+	for i := range 30 {
+		key := fmt.Sprintf("%s:%d", prefix, i)
+		if err := c.Set(ctx, key, i, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[m.Options().Addr] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("30 keys landed on %d masters, want all 3", len(seen))
+	}
+	if err := c.MSet(ctx, "{"+prefix+"}:a", 1, "{"+prefix+"}:b", 2).Err(); err != nil {
+		t.Errorf("MSET of one hash tag: %v", err)
+	}
+	if err := c.Do(ctx, "MSET", prefix+":1", 1, prefix+":2", 2).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Errorf("MSET across slots: %v, want CROSSSLOT", err)
+	}
+}
+
+// TestRedisClusterFailover: a master killed is replaced by its replica;
+// the cluster serves every slot again and the key is still there.
+func TestRedisClusterFailover(t *testing.T) {
+	c := NewRedisCluster(t, 3, 1)
+	ctx := context.Background()
+	// go-redis learns a new topology at its periodic reload of the slots
+	// (60 s by default), or at a MOVED answer a dead node cannot give.
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: time.Second})
+	defer client.Close()
+	key := Prefix(t)
+	if err := client.Set(ctx, key, "v", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := client.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Do(ctx, "WAIT", 1, 1000).Err(); err != nil { // the replica has the key
+		t.Fatal(err)
+	}
+	c.Kill(t, m.Options().Addr)
+	c.WaitHealthy(t, 20*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := client.Get(ctx, key).Result()
+		if err == nil && v == "v" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the failover: %q, %v", v, err)
+		}
+		time.Sleep(100 * time.Millisecond) // the client learns the new topology
+	}
+}
