@@ -57,9 +57,20 @@ type SQS struct {
 
 // Redis configures the optional shared state of a fleet.
 type Redis struct {
-	// Addr is the host:port of Redis; empty means no Redis, every limit is
-	// local to the process.
+	// Mode is how Redis is deployed: "single" (one node, or a primary
+	// behind one address), "cluster" (Redis Cluster, e.g. ElastiCache in
+	// cluster mode) or "sentinel" (a primary found through Sentinels).
+	Mode string `yaml:"mode"`
+	// Addr is the host:port of a single node: the shorthand of Addrs for
+	// mode single. Empty, with Addrs empty too, means no Redis: every
+	// limit is local to the process.
 	Addr string `yaml:"addr"`
+	// Addrs are the cluster's seed nodes (mode cluster), or the Sentinels
+	// (mode sentinel), as host:port; from the environment, comma-separated.
+	Addrs []string `yaml:"addrs"`
+	// MasterName is the name of the primary the Sentinels watch (mode
+	// sentinel).
+	MasterName string `yaml:"master_name"`
 	// FailOpen keeps admitting and dispatching under local limits while
 	// Redis is unreachable; false refuses instead.
 	FailOpen bool `yaml:"fail_open"`
@@ -183,7 +194,7 @@ func Default() Config {
 		Listen:  "127.0.0.1:8080",
 		Backend: BackendMemory,
 		SQS:     SQS{Region: "us-east-1", QueuePrefix: "fairq"},
-		Redis:   Redis{FailOpen: true},
+		Redis:   Redis{Mode: RedisSingle, FailOpen: true},
 		Pool:    Pool{Queues: 8, ShardSize: 2},
 		Defaults: Resolved{
 			IngestRate:   100,
@@ -218,6 +229,24 @@ func Default() Config {
 		},
 		Log: Log{Level: "info"},
 	}
+}
+
+// The Redis modes.
+const (
+	RedisSingle   = "single"
+	RedisCluster  = "cluster"
+	RedisSentinel = "sentinel"
+)
+
+// Configured reports whether a Redis is configured at all.
+func (r Redis) Configured() bool { return r.Addr != "" || len(r.Addrs) > 0 }
+
+// Endpoints returns the addresses to connect to: Addr, or Addrs.
+func (r Redis) Endpoints() []string {
+	if r.Addr != "" {
+		return []string{r.Addr}
+	}
+	return r.Addrs
 }
 
 // The backends.

@@ -22,7 +22,7 @@ func TestDefault(t *testing.T) {
 		Listen:  "127.0.0.1:8080",
 		Backend: "memory",
 		SQS:     SQS{Region: "us-east-1", QueuePrefix: "fairq"},
-		Redis:   Redis{FailOpen: true},
+		Redis:   Redis{Mode: "single", FailOpen: true},
 		Pool:    Pool{Queues: 8, ShardSize: 2},
 		Defaults: Limits{
 			IngestRate: ptr(100.0), IngestBurst: ptr(200),

@@ -21,7 +21,8 @@ type envKey struct {
 
 // envKeys lists the scalar keys of Config in declaration order, built from
 // the yaml tags: the variable names cannot be split back into paths, since
-// keys such as push_url hold "_" themselves. Lists (tenants) are skipped.
+// keys such as push_url hold "_" themselves. Lists of strings (redis.addrs)
+// are comma-separated; other lists (tenants) are skipped.
 func envKeys() []envKey {
 	var keys []envKey
 	var walk func(t reflect.Type, path string, index []int)
@@ -30,7 +31,7 @@ func envKeys() []envKey {
 			p := joinPath(path, f.name)
 			idx := append(append([]int(nil), index...), f.index...)
 			switch {
-			case f.typ.Kind() == reflect.Slice:
+			case f.typ.Kind() == reflect.Slice && f.typ.Elem().Kind() != reflect.String:
 			case f.typ.Kind() == reflect.Struct && f.typ != durationType:
 				walk(f.typ, p, idx)
 			default:
@@ -93,6 +94,14 @@ func setScalar(v reflect.Value, s string) error {
 		v.SetInt(int64(d))
 	case v.Kind() == reflect.String:
 		v.SetString(s)
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
+		var items []string
+		for _, item := range strings.Split(s, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+		v.Set(reflect.ValueOf(items))
 	case v.Kind() == reflect.Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {

@@ -17,7 +17,7 @@ func TestEnvVars(t *testing.T) {
 		"FAIRQ_ADMIN_TOKEN_SHA256",
 		"FAIRQ_BACKEND",
 		"FAIRQ_SQS_REGION", "FAIRQ_SQS_ENDPOINT", "FAIRQ_SQS_QUEUE_PREFIX",
-		"FAIRQ_REDIS_ADDR", "FAIRQ_REDIS_FAIL_OPEN", "FAIRQ_REDIS_USERNAME", "FAIRQ_REDIS_PASSWORD", "FAIRQ_REDIS_TLS",
+		"FAIRQ_REDIS_MODE", "FAIRQ_REDIS_ADDR", "FAIRQ_REDIS_ADDRS", "FAIRQ_REDIS_MASTER_NAME", "FAIRQ_REDIS_FAIL_OPEN", "FAIRQ_REDIS_USERNAME", "FAIRQ_REDIS_PASSWORD", "FAIRQ_REDIS_TLS",
 		"FAIRQ_POOL_QUEUES", "FAIRQ_POOL_SHARD_SIZE",
 		"FAIRQ_DEFAULTS_INGEST_RATE", "FAIRQ_DEFAULTS_INGEST_BURST",
 		"FAIRQ_DEFAULTS_PROCESS_RATE", "FAIRQ_DEFAULTS_PROCESS_BURST",
@@ -69,6 +69,13 @@ func TestEnvOverrides(t *testing.T) {
 			c.Redis.Addr = "10.0.0.1:6379"
 			c.Worker.PushURL = "http://app:8000/jobs"
 			c.Worker.CronFile = "/etc/cron.yaml"
+		}},
+		{"a list of strings, comma-separated", map[string]string{
+			"FAIRQ_REDIS_MODE":  "cluster",
+			"FAIRQ_REDIS_ADDRS": "10.0.0.1:6379, 10.0.0.2:6379,,10.0.0.3:6379",
+		}, func(c *Config) {
+			c.Redis.Mode = "cluster"
+			c.Redis.Addrs = []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"}
 		}},
 		{"numbers, booleans and durations", map[string]string{
 			"FAIRQ_REDIS_FAIL_OPEN":            "false",

@@ -51,6 +51,9 @@ func Parse(data []byte, getenv func(string) string) (Config, error) {
 	if len(p) > 0 {
 		return Config{}, p.err()
 	}
+	if len(cfg.Redis.Addrs) == 0 {
+		cfg.Redis.Addrs = nil // "addrs: []" is the default, none
+	}
 	if err := cfg.Validate(); err != nil {
 		addLines(err, lines)
 		return Config{}, err

@@ -59,7 +59,7 @@ gateway: {max_message_size: 1048576}
 			edit: func(c *Config) {
 				c.Listen = "0.0.0.0:9000"
 				c.Backend = "sqs"
-				c.Redis = Redis{Addr: "redis:6379", FailOpen: false}
+				c.Redis = Redis{Mode: RedisSingle, Addr: "redis:6379", FailOpen: false}
 				c.Pool = Pool{Queues: 16, ShardSize: 3}
 				c.Defaults.IngestRate = ptr(2.5)
 				c.Defaults.IngestBurst = ptr(5)

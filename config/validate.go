@@ -45,6 +45,38 @@ func (c Config) Validate() error {
 	return p.err()
 }
 
+func (c Config) checkRedis(p *problems) {
+	r := c.Redis
+	if r.Addr != "" {
+		checkHostPort(p, "redis.addr", r.Addr, false)
+	}
+	for i, a := range r.Addrs {
+		checkHostPort(p, fmt.Sprintf("redis.addrs[%d]", i), a, false)
+	}
+	if r.Addr != "" && len(r.Addrs) > 0 {
+		p.add("redis.addr", 0, "set redis.addr (one node) or redis.addrs (a cluster's seeds, or Sentinels), not both")
+	}
+	switch r.Mode {
+	case RedisSingle:
+		if len(r.Addrs) > 1 {
+			p.add("redis.addrs", 0, "mode single takes one address, got %d: set redis.mode to cluster or sentinel", len(r.Addrs))
+		}
+		if r.MasterName != "" {
+			p.add("redis.master_name", 0, "is for mode sentinel")
+		}
+	case RedisCluster:
+		if r.MasterName != "" {
+			p.add("redis.master_name", 0, "is for mode sentinel")
+		}
+	case RedisSentinel:
+		if r.MasterName == "" && r.Configured() {
+			p.add("redis.master_name", 0, "is required in mode sentinel: the name of the primary the Sentinels watch")
+		}
+	default:
+		p.add("redis.mode", 0, "unknown mode %q: want %q, %q or %q", r.Mode, RedisSingle, RedisCluster, RedisSentinel)
+	}
+}
+
 func (c Config) checkServer(p *problems) {
 	checkHostPort(p, "listen", c.Listen, true)
 	switch c.Backend {
@@ -55,9 +87,7 @@ func (c Config) checkServer(p *problems) {
 	if c.Admin.TokenSHA256 != "" && !sha256Hex.MatchString(c.Admin.TokenSHA256) {
 		p.add("admin.token_sha256", 0, "want the sha256 of the token as 64 lowercase hex digits, or empty to disable /admin")
 	}
-	if c.Redis.Addr != "" {
-		checkHostPort(p, "redis.addr", c.Redis.Addr, false)
-	}
+	c.checkRedis(p)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

@@ -42,6 +42,22 @@ func TestValidate(t *testing.T) {
 		{name: "redis addr", edit: func(c *Config) { c.Redis.Addr = "redis:6379" }},
 		{name: "redis addr no port", edit: func(c *Config) { c.Redis.Addr = "redis" }, want: []string{"redis.addr"}},
 		{name: "redis addr no host", edit: func(c *Config) { c.Redis.Addr = ":6379" }, want: []string{"redis.addr"}, reason: "no host"},
+		{name: "redis cluster", edit: func(c *Config) {
+			c.Redis = Redis{Mode: RedisCluster, Addrs: []string{"a:6379", "b:6379"}, FailOpen: true}
+		}},
+		{name: "redis cluster from one seed", edit: func(c *Config) { c.Redis = Redis{Mode: RedisCluster, Addr: "cfg.cache.amazonaws.com:6379"} }},
+		{name: "redis sentinel", edit: func(c *Config) {
+			c.Redis = Redis{Mode: RedisSentinel, Addrs: []string{"s1:26379", "s2:26379", "s3:26379"}, MasterName: "fairq"}
+		}},
+		{name: "redis sentinel without a master name", edit: func(c *Config) { c.Redis = Redis{Mode: RedisSentinel, Addrs: []string{"s1:26379"}} },
+			want: []string{"redis.master_name"}, reason: "required in mode sentinel"},
+		{name: "redis single with two addresses", edit: func(c *Config) { c.Redis = Redis{Mode: RedisSingle, Addrs: []string{"a:1", "b:1"}} },
+			want: []string{"redis.addrs"}, reason: "mode single takes one address"},
+		{name: "redis addr and addrs", edit: func(c *Config) { c.Redis = Redis{Mode: RedisCluster, Addr: "a:1", Addrs: []string{"b:1"}} },
+			want: []string{"redis.addr"}, reason: "not both"},
+		{name: "redis addrs bad", edit: func(c *Config) { c.Redis = Redis{Mode: RedisCluster, Addrs: []string{"a:1", "b"}} },
+			want: []string{"redis.addrs[1]"}},
+		{name: "redis unknown mode", edit: func(c *Config) { c.Redis.Mode = "ring" }, want: []string{"redis.mode"}, reason: `unknown mode "ring"`},
 		{name: "acceptable latency zero", edit: func(c *Config) { c.Worker.AcceptableLatency = 0 }, want: []string{"worker.acceptable_latency"}},
 		{name: "log level", edit: func(c *Config) { c.Log.Level = "verbose" }, want: []string{"log.level"}, reason: "unknown level"},
 		{name: "log format", edit: func(c *Config) { c.Log.Format = "xml" }, want: []string{"log.format"}, reason: "unknown format"},

@@ -56,7 +56,7 @@ type Config struct {
 	// PollConcurrency is how many queues are read at once.
 	PollConcurrency int
 	// Redis, when set, shares readings across the fleet.
-	Redis *redis.Client
+	Redis redis.UniversalClient
 	// KeyPrefix goes in front of every Redis key, separator included
 	// ("fairq:").
 	KeyPrefix string

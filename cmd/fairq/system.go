@@ -61,7 +61,7 @@ type system struct {
 	registry *prometheus.Registry
 	backend  queue.Backend
 	names    queue.Names
-	redis    *redis.Client // nil without Redis
+	redis    redis.UniversalClient // nil without Redis
 	// degrade holds fairq_redis_degraded and fairq_redis_fallback_total,
 	// registered once and shared by every part that depends on Redis.
 	degrade *degrade.Metrics
@@ -108,13 +108,8 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 			return nil, err
 		}
 	}
-	if cfg.Redis.Addr != "" {
-		opts := &redis.Options{Addr: cfg.Redis.Addr, Username: cfg.Redis.Username, Password: cfg.Redis.Password}
-		if cfg.Redis.TLS {
-			host, _, _ := net.SplitHostPort(cfg.Redis.Addr) // validated by config
-			opts.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-		}
-		s.redis = redis.NewClient(opts)
+	if cfg.Redis.Configured() {
+		s.redis = newRedisClient(cfg.Redis)
 	}
 	s.tenants, err = tenant.New(tenant.Config{
 		Tenants:    cfg.Tenants,
@@ -158,6 +153,32 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 		return nil, fmt.Errorf("shard tracker: %w", err)
 	}
 	return s, nil
+}
+
+// clusterReload is how often a client of a Redis Cluster reloads the map
+// of slots to nodes. go-redis's default is a minute, and a client learns
+// of a failover only from it (a dead master cannot answer MOVED): limits
+// would stay local for up to a minute after a replica took over.
+const clusterReload = 5 * time.Second
+
+// newRedisClient returns the client of redis.mode: one node, a Redis
+// Cluster, or a primary found through Sentinels.
+func newRedisClient(r config.Redis) redis.UniversalClient {
+	addrs := r.Endpoints()
+	var tlsConfig *tls.Config
+	if r.TLS {
+		host, _, _ := net.SplitHostPort(addrs[0]) // validated by config
+		tlsConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	switch r.Mode {
+	case config.RedisCluster:
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: r.Username, Password: r.Password,
+			TLSConfig: tlsConfig, ClusterStateReloadInterval: clusterReload})
+	case config.RedisSentinel:
+		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: r.MasterName, SentinelAddrs: addrs,
+			Username: r.Username, Password: r.Password, TLSConfig: tlsConfig})
+	}
+	return redis.NewClient(&redis.Options{Addr: addrs[0], Username: r.Username, Password: r.Password, TLSConfig: tlsConfig})
 }
 
 // keyPrefix starts every Redis key of the deployment, so that deployments
