@@ -29,7 +29,7 @@ func TestTrackerSQS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	newTracker := func(r DepthReader, rdb *redis.Client) *Tracker {
+	newTracker := func(r DepthReader, rdb redis.UniversalClient) *Tracker {
 		tr, err := NewTracker(Config{
 			Reader: r, Queues: names, ShardSize: 2, Interval: time.Minute,
 			Redis: rdb, KeyPrefix: prefix,
