@@ -161,6 +161,17 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 // would stay local for up to a minute after a replica took over.
 const clusterReload = 5 * time.Second
 
+// Timeouts of the Redis client, short on purpose: Redis answers in well
+// under a millisecond in a region, and every caller has a local fallback
+// (internal/degrade) that is worth more than a long wait. go-redis's
+// defaults (5 s to dial, 3 s to read, 3 retries) held requests for about
+// 15 s when Redis went away.
+const (
+	redisDialTimeout = time.Second
+	redisIOTimeout   = time.Second
+	redisRetries     = 1
+)
+
 // newRedisClient returns the client of redis.mode: one node, a Redis
 // Cluster, or a primary found through Sentinels.
 func newRedisClient(r config.Redis) redis.UniversalClient {
@@ -170,15 +181,21 @@ func newRedisClient(r config.Redis) redis.UniversalClient {
 		host, _, _ := net.SplitHostPort(addrs[0]) // validated by config
 		tlsConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 	}
+	o := &redis.UniversalOptions{
+		Addrs: addrs, Username: r.Username, Password: r.Password, TLSConfig: tlsConfig,
+		DialTimeout: redisDialTimeout, ReadTimeout: redisIOTimeout, WriteTimeout: redisIOTimeout,
+		PoolTimeout: redisIOTimeout, MaxRetries: redisRetries,
+	}
 	switch r.Mode {
 	case config.RedisCluster:
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: r.Username, Password: r.Password,
-			TLSConfig: tlsConfig, ClusterStateReloadInterval: clusterReload})
+		co := o.Cluster()
+		co.ClusterStateReloadInterval = clusterReload
+		return redis.NewClusterClient(co)
 	case config.RedisSentinel:
-		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: r.MasterName, SentinelAddrs: addrs,
-			Username: r.Username, Password: r.Password, TLSConfig: tlsConfig})
+		o.MasterName = r.MasterName
+		return redis.NewFailoverClient(o.Failover())
 	}
-	return redis.NewClient(&redis.Options{Addr: addrs[0], Username: r.Username, Password: r.Password, TLSConfig: tlsConfig})
+	return redis.NewClient(o.Simple())
 }
 
 // keyPrefix starts every Redis key of the deployment, so that deployments
