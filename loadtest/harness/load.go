@@ -117,11 +117,14 @@ func newGenerator(baseURL string, keys map[string]string, tenants []Tenant) *gen
 }
 
 // beCareful makes g a careful client (retryPolicy), with up to inFlight
-// messages open at once: a message being retried holds its place. Call it
-// before run.
+// messages open at once: a message being retried holds its place. An
+// attempt may wait for its answer as long as the retries may last, so
+// that a slow 503 is seen as such, not as the client's own timeout. Call
+// it before run.
 func (g *generator) beCareful(p retryPolicy, inFlight int) {
 	g.careful, g.keyPrefix = &p, "lt-"+randomHex(6)+"-"
 	g.sem = make(chan struct{}, inFlight)
+	g.client.Timeout = max(g.client.Timeout, p.For)
 }
 
 // run sends for d from start, then waits for every answer. Sends are
