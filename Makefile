@@ -4,6 +4,7 @@
 #   make bench     run the Go benchmarks
 #   make lint      gofmt, go vet and golangci-lint (when installed)
 #   make loadtest  the k6 load tests against a local system (installs k6 when missing)
+#   make chaos     the chaos suite: every fault against the real processes (about 25 minutes)
 
 GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -82,3 +83,16 @@ loadtest-deps: deps
 loadtest-smoke: loadtest-deps
 	$(GO) run ./loadtest/k6run -short -k6 "$(K6)"
 	FAIRQ_REQUIRE_SERVICES=1 $(GO) test -race -count=1 -run TestSmoke ./loadtest/harness
+
+## chaos: the chaos suite, long form: each fault (workers and the gateway
+## killed, Redis and SQS taken away, the application failing and hanging,
+## the slow-body attack, a message sent just after a worker restart) in a
+## run of its own against the real gateway, workers, redis-server and
+## fauxqs; report and records in loadtest/out/chaos. About 25 minutes.
+## CHAOS_FLAGS passes flags, e.g. CHAOS_FLAGS="-faults sqs-stall,slow-body".
+## The short form runs in `make test` (TestChaosShort in loadtest/harness).
+CHAOS_FLAGS ?=
+
+.PHONY: chaos
+chaos: deps
+	$(GO) run ./loadtest/chaos $(CHAOS_FLAGS)
