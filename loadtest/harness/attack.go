@@ -32,12 +32,15 @@ type SlowBody struct {
 	Holding time.Duration `json:"holding"`
 	Closed  time.Duration `json:"closed"`
 	// RSSBefore is the gateway's VmRSS just before the attack, RSSMax its
-	// peak while the connections were open, RSSAfter its VmRSS
-	// Fault.After they closed; HWMAfter is VmHWM then.
-	RSSBefore int64 `json:"rss_before"`
-	RSSMax    int64 `json:"rss_max"`
-	RSSAfter  int64 `json:"rss_after"`
-	HWMAfter  int64 `json:"hwm_after"`
+	// peak while the connections were open, RSSMaxAfter its peak from
+	// their close to Fault.After later (a gateway that takes the
+	// connections late grows after they closed), RSSAfter its VmRSS
+	// then; HWMAfter is VmHWM then.
+	RSSBefore   int64 `json:"rss_before"`
+	RSSMax      int64 `json:"rss_max"`
+	RSSMaxAfter int64 `json:"rss_max_after"`
+	RSSAfter    int64 `json:"rss_after"`
+	HWMAfter    int64 `json:"hwm_after"`
 	// Others is the normal tenants' send latency (first attempts) for
 	// messages sent while the connections were open; Before the same for
 	// messages sent before the attack.
@@ -53,8 +56,8 @@ const (
 
 // slowBody opens Fault.Attackers connections to the gateway, each sending
 // POST /v1/messages/batch with the attacker's valid key, Content-Length
-// Fault.AttackLength and one byte of body, holds them Fault.For, closes
-// them, and samples the gateway Fault.After longer.
+// Fault.AttackLength and one byte of body, holds them Fault.For and
+// closes them.
 func (e *chaosEnv) slowBody(ctx context.Context, key string) error {
 	f, res := e.f, e.res
 	sb := &SlowBody{}
@@ -145,9 +148,17 @@ func (e *chaosEnv) slowBody(ctx context.Context, key string) error {
 	closeAll()
 	sb.Closed = time.Since(res.Start)
 	sb.Answered = int(answered.Load())
-	e.log.Info("slow-body: connections closed; sampling the gateway", "answered_early", sb.Answered, "after", f.After)
-	if err := sleepUntil(ctx, res.Start.Add(sb.Closed+f.After)); err != nil {
-		return nil
+	e.log.Info("slow-body: connections closed", "answered_early", sb.Answered)
+	return nil
+}
+
+// afterSlowBody waits Fault.After from the attack's end, the load going
+// on, and reads the gateway's memory then.
+func (e *chaosEnv) afterSlowBody(ctx context.Context) error {
+	sb := e.res.SlowBody
+	e.log.Info("slow-body: watching the gateway", "for", e.f.After)
+	if err := sleepUntil(ctx, e.res.Start.Add(sb.Closed+e.f.After)); err != nil {
+		return nil // the load ends with ctx too
 	}
 	after, ok := e.mem.now("gateway")
 	if !ok {

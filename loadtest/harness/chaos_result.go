@@ -247,6 +247,7 @@ func (r *ChaosResult) analyse(sends []Send, deliveries []Delivery, samples []Mem
 	r.Memory = peaks(samples, 0, 0)
 	if sb := r.SlowBody; sb != nil {
 		sb.RSSMax = peaks(samples, sb.Opening, sb.Closed+memEvery)["gateway"].RSS
+		sb.RSSMaxAfter = peaks(samples, sb.Closed, sb.Closed+r.Fault.After+memEvery)["gateway"].RSS
 		var before, during []time.Duration
 		for _, s := range sends {
 			if len(s.Attempts) == 0 {

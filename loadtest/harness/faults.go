@@ -66,6 +66,9 @@ func (e *chaosEnv) inject(ctx context.Context, attackKey string) error {
 		return fmt.Errorf("%w: fault %q has no injection", ErrInvalidOptions, f.Name)
 	}
 	res.FaultEnd = time.Since(res.Start)
+	if err == nil && f.Name == FaultSlowBody {
+		err = e.afterSlowBody(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("fault %s: %w", f.Name, err)
 	}
