@@ -23,8 +23,12 @@ type SlowBody struct {
 	Answered int    `json:"answered"`
 	Status   string `json:"status,omitempty"`
 	// Aborted is set when the attack ended early because the gateway's
-	// memory went past Fault.AbortRSS.
-	Aborted bool `json:"aborted"`
+	// memory went past Fault.AbortRSS; Killed when the harness killed
+	// the gateway past Fault.KillRSS (and started it again), and
+	// KilledAt is the VmRSS it was killed at.
+	Aborted  bool  `json:"aborted"`
+	Killed   bool  `json:"killed"`
+	KilledAt int64 `json:"killed_at,omitempty"`
 	// Opening, Holding and Closed are since the start of the load: when
 	// the first connection opened, when the last had sent its byte, when
 	// all were closed.
@@ -48,10 +52,11 @@ type SlowBody struct {
 	Before Quantiles `json:"before"`
 }
 
-// The slow-body connections open attackStep at a time, attackPause apart.
+// The slow-body connections open attackStep at a time, attackPause apart
+// (1,000 in 10 s), so that the gateway's memory is read while they open.
 const (
 	attackStep  = 25
-	attackPause = 50 * time.Millisecond
+	attackPause = 250 * time.Millisecond
 )
 
 // slowBody opens Fault.Attackers connections to the gateway, each sending
@@ -81,23 +86,21 @@ func (e *chaosEnv) slowBody(ctx context.Context, key string) error {
 		}
 		readers.Wait()
 	}
-	// Past AbortRSS the attack lets go at once, so that it cannot take
-	// the machine's memory.
-	overAbort := func() bool {
-		m, ok := e.mem.now("gateway")
-		if ok && f.AbortRSS > 0 && m.RSS > f.AbortRSS {
-			e.log.Warn("slow-body: the gateway's memory passed the abort bound: letting go", "rss", m.RSS, "bound", f.AbortRSS)
-			sb.Aborted = true
-		}
-		return sb.Aborted
-	}
 	sb.Opening = time.Since(res.Start)
 	d := net.Dialer{Timeout: 5 * time.Second}
 	for i := range f.Attackers {
 		// The connections open in steps, each given a moment to reach
 		// the gateway's handler before its memory is read.
 		if i > 0 && i%attackStep == 0 {
-			if sleepUntil(ctx, time.Now().Add(attackPause)) != nil || overAbort() {
+			if sleepUntil(ctx, time.Now().Add(attackPause)) != nil {
+				break
+			}
+			stop, err := e.guard(ctx)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			if stop {
 				break
 			}
 		}
@@ -137,14 +140,19 @@ func (e *chaosEnv) slowBody(ctx context.Context, key string) error {
 	// passes AbortRSS.
 	end := res.Start.Add(res.FaultStart + f.For)
 	tick := time.NewTicker(memEvery)
-	for time.Now().Before(end) && !sb.Aborted && ctx.Err() == nil {
+	defer tick.Stop()
+	for stop := sb.Aborted; !stop && time.Now().Before(end); {
 		select {
 		case <-ctx.Done():
+			stop = true
 		case <-tick.C:
-			overAbort()
+			var err error
+			if stop, err = e.guard(ctx); err != nil {
+				closeAll()
+				return err
+			}
 		}
 	}
-	tick.Stop()
 	closeAll()
 	sb.Closed = time.Since(res.Start)
 	sb.Answered = int(answered.Load())
@@ -153,18 +161,62 @@ func (e *chaosEnv) slowBody(ctx context.Context, key string) error {
 }
 
 // afterSlowBody waits Fault.After from the attack's end, the load going
-// on, and reads the gateway's memory then.
+// on and the gateway's memory guarded, and reads its memory then.
 func (e *chaosEnv) afterSlowBody(ctx context.Context) error {
 	sb := e.res.SlowBody
 	e.log.Info("slow-body: watching the gateway", "for", e.f.After)
-	if err := sleepUntil(ctx, e.res.Start.Add(sb.Closed+e.f.After)); err != nil {
-		return nil // the load ends with ctx too
+	end := e.res.Start.Add(sb.Closed + e.f.After)
+	tick := time.NewTicker(memEvery)
+	defer tick.Stop()
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return nil // the load ends with ctx too
+		case <-tick.C:
+		}
+		if _, err := e.guard(ctx); err != nil {
+			return err
+		}
 	}
 	after, ok := e.mem.now("gateway")
 	if !ok {
 		return fmt.Errorf("gateway memory unreadable after the attack")
 	}
 	sb.RSSAfter, sb.HWMAfter = after.RSS, after.HWM
+	return nil
+}
+
+// guard reads the gateway's memory during and after the attack, to spare
+// the machine: past Fault.AbortRSS the attack must let go of its
+// connections; past Fault.KillRSS (a gateway that takes the connections
+// late goes on growing after that) the gateway is killed, once, and
+// started again so that the load goes on. It reports whether the attack
+// must let go.
+func (e *chaosEnv) guard(ctx context.Context) (stop bool, err error) {
+	sb, f := e.res.SlowBody, e.f
+	m, ok := e.mem.now("gateway")
+	if !ok {
+		return sb.Aborted, nil
+	}
+	if f.KillRSS > 0 && m.RSS > f.KillRSS && !sb.Killed {
+		e.log.Warn("slow-body: the gateway's memory passed the kill bound: killing it", "rss", m.RSS, "bound", f.KillRSS)
+		e.sys.killGateway()
+		sb.Killed, sb.KilledAt, sb.Aborted = true, m.RSS, true
+		return true, e.restartGateway(ctx)
+	}
+	if f.AbortRSS > 0 && m.RSS > f.AbortRSS && !sb.Aborted {
+		e.log.Warn("slow-body: the gateway's memory passed the abort bound: letting go", "rss", m.RSS, "bound", f.AbortRSS)
+		sb.Aborted = true
+	}
+	return sb.Aborted, nil
+}
+
+// restartGateway starts the gateway again and follows its memory.
+func (e *chaosEnv) restartGateway(ctx context.Context) error {
+	if err := e.sys.startGateway(ctx); err != nil {
+		return fmt.Errorf("restart the gateway: %w", err)
+	}
+	e.mem.track("gateway", e.sys.gateway)
 	return nil
 }
 

@@ -93,11 +93,14 @@ type Fault struct {
 	// batch of AttackLength bytes and one byte of it, held For; After is
 	// how long the harness keeps sampling the gateway once they close.
 	// AbortRSS ends the attack early if the gateway's VmRSS goes past it,
-	// to spare the machine.
+	// to spare the machine; past KillRSS, which a gateway that takes the
+	// connections late can reach after the attack let go of them, the
+	// gateway is killed and started again.
 	Attackers    int           `json:"attackers,omitempty"`
 	AttackLength int64         `json:"attack_length,omitempty"`
 	After        time.Duration `json:"after,omitempty"`
 	AbortRSS     int64         `json:"abort_rss,omitempty"`
+	KillRSS      int64         `json:"kill_rss,omitempty"`
 
 	// Restart-send: Repeat times, SIGTERM the worker, start it again at
 	// once and send one message SendAfter later; wait at most Deliver
@@ -206,6 +209,7 @@ func NewFault(name string, short bool) (Fault, error) {
 		f.At = pick(short, 10*time.Second, 2*time.Second)
 		f.Duration = f.At + f.For + f.After + 2*time.Second
 		f.AbortRSS = pick[int64](short, 4<<30, 512<<20)
+		f.KillRSS = f.AbortRSS * 3 / 2
 		f.Expect.MaxRSS = MaxRSSTarget
 		f.Expect.MaxRSSAfter = RSSAfterTarget
 		f.Expect.MaxOtherP99 = OtherP99Target

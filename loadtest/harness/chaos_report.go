@@ -195,6 +195,10 @@ func writeChaosRun(w io.Writer, r *ChaosResult) {
 		if sb.Aborted {
 			fmt.Fprintf(w, "; **the attack was cut short when the gateway's RSS passed %s**", fmtBytes(f.AbortRSS))
 		}
+		if sb.Killed {
+			fmt.Fprintf(w, "; **the gateway was killed when its RSS reached %s (bound %s) and started again, to spare the machine**",
+				fmtBytes(sb.KilledAt), fmtBytes(f.KillRSS))
+		}
 		fmt.Fprintf(w, ".\n\n| gateway RSS before | max during | max after the close | %s after | VmHWM then | others' p50 / p99 before | during |\n|---|---|---|---|---|---|---|\n", fmtDur(f.After))
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s / %s | %s / %s |\n\n", fmtBytes(sb.RSSBefore), fmtBytes(sb.RSSMax), fmtBytes(sb.RSSMaxAfter),
 			fmtBytes(sb.RSSAfter), fmtBytes(sb.HWMAfter), fmtDur(sb.Before.P50), fmtDur(sb.Before.P99), fmtDur(sb.Others.P50), fmtDur(sb.Others.P99))

@@ -302,9 +302,13 @@ func (r *ChaosResult) check() []Check {
 		}
 		if x.MaxRSSAfter > 0 {
 			ratio := float64(sb.RSSAfter) / float64(max(sb.RSSBefore, 1))
+			measured := fmt.Sprintf("%s, %.2f×", fmtBytes(sb.RSSAfter), ratio)
+			if sb.Killed {
+				measured = fmt.Sprintf("the gateway was killed at %s", fmtBytes(sb.KilledAt))
+			}
 			cs = append(cs, Check{Name: fmt.Sprintf("gateway RSS %s after the connections closed", fmtDur(r.Fault.After)),
 				Bound:    fmt.Sprintf("≤ %g× before (%s)", x.MaxRSSAfter, fmtBytes(sb.RSSBefore)),
-				Measured: fmt.Sprintf("%s, %.2f×", fmtBytes(sb.RSSAfter), ratio), Pass: ratio <= x.MaxRSSAfter})
+				Measured: measured, Pass: ratio <= x.MaxRSSAfter && !sb.Killed})
 		}
 		if x.MaxOtherP99 > 0 {
 			cs = append(cs, Check{Name: "other tenants' p99 send latency during the attack", Bound: "< " + fmtDur(x.MaxOtherP99),
@@ -334,9 +338,13 @@ func (r *ChaosResult) check() []Check {
 	return cs
 }
 
+// abortedNote says that the attack was cut short, if it was.
 func abortedNote(sb *SlowBody) string {
-	if sb.Aborted {
-		return " (attack aborted at that size)"
+	switch {
+	case sb.Killed:
+		return fmt.Sprintf(" (attack cut short; the gateway killed at %s)", fmtBytes(sb.KilledAt))
+	case sb.Aborted:
+		return " (attack cut short at that size)"
 	}
 	return ""
 }

@@ -101,21 +101,23 @@ func TestChaosChecks(t *testing.T) {
 	tests := []struct {
 		name     string
 		change   func(r *ChaosResult)
-		wantFail string // the check that fails; "" none
+		wantFail []string // the checks that fail
 	}{
-		{"all met", func(*ChaosResult) {}, ""},
-		{"lost", func(r *ChaosResult) { r.Lost, r.Delivered = 1, 9 }, "accepted messages lost"},
-		{"not drained", func(r *ChaosResult) { r.Drained, r.Leftover = false, 4 }, "accepted messages lost"},
-		{"retried duplicate", func(r *ChaosResult) { r.RetriedDuplicates = 1 }, "duplicates of messages first answered 503 or cut in transport"},
-		{"slow 503", func(r *ChaosResult) { r.Latency503.Max = 15 * time.Second }, "slowest 503"},
-		{"gateway memory", func(r *ChaosResult) { r.SlowBody.RSSMax = 2 << 30 }, "gateway RSS with 200 slow connections"},
-		{"aborted attack", func(r *ChaosResult) { r.SlowBody.Aborted = true }, "gateway RSS with 200 slow connections"},
-		{"memory kept", func(r *ChaosResult) { r.SlowBody.RSSAfter = 100 << 20 }, "gateway RSS 60.00 s after the connections closed"},
-		{"others slow", func(r *ChaosResult) { r.SlowBody.Others.P99 = 60 * time.Millisecond }, "other tenants' p99 send latency during the attack"},
-		{"others never measured", func(r *ChaosResult) { r.SlowBody.Others = Quantiles{} }, "other tenants' p99 send latency during the attack"},
-		{"late delivery", func(r *ChaosResult) { r.Trials[1].Delay = 5 * time.Second }, "each message after a restart delivered within"},
-		{"never delivered", func(r *ChaosResult) { r.Trials[0].Delay = -1 }, "each message after a restart delivered within"},
-		{"no rounds", func(r *ChaosResult) { r.Trials = nil }, "each message after a restart delivered within"},
+		{"all met", func(*ChaosResult) {}, nil},
+		{"lost", func(r *ChaosResult) { r.Lost, r.Delivered = 1, 9 }, []string{"accepted messages lost"}},
+		{"not drained", func(r *ChaosResult) { r.Drained, r.Leftover = false, 4 }, []string{"accepted messages lost"}},
+		{"retried duplicate", func(r *ChaosResult) { r.RetriedDuplicates = 1 }, []string{"duplicates of messages first answered 503 or cut in transport"}},
+		{"slow 503", func(r *ChaosResult) { r.Latency503.Max = 15 * time.Second }, []string{"slowest 503"}},
+		{"gateway memory", func(r *ChaosResult) { r.SlowBody.RSSMax = 2 << 30 }, []string{"gateway RSS with 200 slow connections"}},
+		{"aborted attack", func(r *ChaosResult) { r.SlowBody.Aborted = true }, []string{"gateway RSS with 200 slow connections"}},
+		{"memory kept", func(r *ChaosResult) { r.SlowBody.RSSAfter = 100 << 20 }, []string{"gateway RSS 60.00 s after the connections closed"}},
+		{"gateway killed", func(r *ChaosResult) { r.SlowBody.Killed, r.SlowBody.Aborted = true, true },
+			[]string{"gateway RSS with 200 slow connections", "gateway RSS 60.00 s after the connections closed"}},
+		{"others slow", func(r *ChaosResult) { r.SlowBody.Others.P99 = 60 * time.Millisecond }, []string{"other tenants' p99 send latency during the attack"}},
+		{"others never measured", func(r *ChaosResult) { r.SlowBody.Others = Quantiles{} }, []string{"other tenants' p99 send latency during the attack"}},
+		{"late delivery", func(r *ChaosResult) { r.Trials[1].Delay = 5 * time.Second }, []string{"each message after a restart delivered within"}},
+		{"never delivered", func(r *ChaosResult) { r.Trials[0].Delay = -1 }, []string{"each message after a restart delivered within"}},
+		{"no rounds", func(r *ChaosResult) { r.Trials = nil }, []string{"each message after a restart delivered within"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,14 +133,10 @@ func TestChaosChecks(t *testing.T) {
 					failed = append(failed, c.Name)
 				}
 			}
-			want := []string(nil)
-			if tt.wantFail != "" {
-				want = []string{tt.wantFail}
-			}
-			if diff := cmp.Diff(want, failed); diff != "" {
+			if diff := cmp.Diff(tt.wantFail, failed); diff != "" {
 				t.Errorf("failed checks (-want +got):\n%s", diff)
 			}
-			if r.Pass() != (tt.wantFail == "") {
+			if r.Pass() != (len(tt.wantFail) == 0) {
 				t.Errorf("Pass() = %t", r.Pass())
 			}
 		})
