@@ -4,7 +4,7 @@
 #   make bench     run the Go benchmarks
 #   make lint      gofmt, go vet and golangci-lint (when installed)
 #   make loadtest  the k6 load tests against a local system (installs k6 when missing)
-#   make chaos     the chaos suite: every fault against the real processes (about 25 minutes)
+#   make chaos     the chaos suite: every fault against the real processes (about 16 minutes)
 
 GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -88,7 +88,7 @@ loadtest-smoke: loadtest-deps
 ## killed, Redis and SQS taken away, the application failing and hanging,
 ## the slow-body attack, a message sent just after a worker restart) in a
 ## run of its own against the real gateway, workers, redis-server and
-## fauxqs; report and records in loadtest/out/chaos. About 25 minutes.
+## fauxqs; report and records in loadtest/out/chaos. About 16 minutes.
 ## CHAOS_FLAGS passes flags, e.g. CHAOS_FLAGS="-faults sqs-stall,slow-body".
 ## The short form runs in `make test` (TestChaosShort in loadtest/harness).
 CHAOS_FLAGS ?=

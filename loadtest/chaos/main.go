@@ -4,7 +4,7 @@
 // a run of its own against the real fairq binary and the real services, and
 // writes a report of what happened to every accepted message.
 //
-//	go run ./loadtest/chaos                          # every fault, long form (about 25 minutes)
+//	go run ./loadtest/chaos                          # every fault, long form (about 16 minutes)
 //	go run ./loadtest/chaos -faults sqs-stall,slow-body
 //	go run ./loadtest/chaos -short                   # the few-second versions `go test` runs
 //
