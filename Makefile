@@ -8,6 +8,7 @@
 #   make bench         run the Go benchmarks
 #   make lint          gofmt, go vet and golangci-lint (when installed)
 #   make loadtest      the k6 load tests against a local system (installs k6 when missing)
+#   make chaos         the chaos suite: every fault against the real processes (about 16 minutes)
 
 GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -211,3 +212,16 @@ deps-deploy:
 ## too, with everything else.
 deploy-check: deps-deploy deps-fauxqs
 	FAIRQ_REQUIRE_SERVICES=$${FAIRQ_REQUIRE_SERVICES:-1} $(GO) test -count=1 ./deploy/...
+
+## chaos: the chaos suite, long form: each fault (workers and the gateway
+## killed, Redis and SQS taken away, the application failing and hanging,
+## the slow-body attack, a message sent just after a worker restart) in a
+## run of its own against the real gateway, workers, redis-server and
+## fauxqs; report and records in loadtest/out/chaos. About 16 minutes.
+## CHAOS_FLAGS passes flags, e.g. CHAOS_FLAGS="-faults sqs-stall,slow-body".
+## The short form runs in `make test` (TestChaosShort in loadtest/harness).
+CHAOS_FLAGS ?=
+
+.PHONY: chaos
+chaos: deps
+	$(GO) run ./loadtest/chaos $(CHAOS_FLAGS)

@@ -1,6 +1,6 @@
-// Package harness runs fairq's fairness experiment and its load scenarios
-// against the real fairq binary, as users run it, and accounts for every
-// message.
+// Package harness runs fairq's fairness experiment, its load scenarios
+// and its chaos suite against the real fairq binary, as users run it, and
+// accounts for every message.
 //
 // A run (Run) takes a Scenario and a Mode:
 //
@@ -71,8 +71,45 @@
 // a panel per mode with every tenant's p95 by time of sending) and writes
 // the markdown report with the Done-when Criteria.
 //
+// # Chaos
+//
+// RunChaos runs one Fault instead of a scenario: it starts redis-server
+// and the fauxqs emulator afresh (StartLocalServices), the sink, a gateway
+// and Fault.Workers workers, and offers a constant load as a careful
+// client: each message carries an Idempotency-Key of its own and is sent
+// again with it after a 503, 429 or transport error, after Retry-After or
+// a short backoff, for up to Fault.RetryFor; a 200 replay counts as
+// accepted. Fault.At into the load the fault begins and Fault.For later it
+// is undone: a worker killed (SIGKILL) or stopped (SIGTERM) and started
+// again, Redis or the emulator taken away through a TCP proxy that cuts
+// and refuses connections while the service keeps its data, the emulator
+// stalled (SIGSTOP, then SIGCONT), the sink failing or hanging, the
+// gateway killed and started again, or the slow-body attack (Attackers
+// connections that each announce a batch of AttackLength bytes and send
+// one). restart-send instead stops and starts the only worker Repeat
+// times, sending one message SendAfter after each start. Then, as a run
+// does, it waits for the queues to drain and redrives the dead letters.
+//
+// ChaosResult accounts for every message by its lt-seq: accepted (202 or
+// replayed), delivered (answered 2xx by the sink at least once), lost,
+// duplicates (2xx deliveries beyond the first) and those among messages
+// whose first send was answered 503 or cut in transport, every answer by
+// status with the 503s' latency, the messages that reached the sink under
+// more than one X-Aws-Sqsd-Msgid or X-Aws-Sqsd-First-Received-At, and
+// the peak VmRSS and VmHWM of each process, read from /proc every 200 ms.
+// Each fault's Expectations are checked into ChaosResult.Checks; the
+// short test asserts that nothing accepted is lost, and the rest where
+// Expectations.Enforced. WriteChaosReport writes the report.
+//
 // # Choices and caveats
 //
+//   - The chaos suite's fairq is built without the race detector, even
+//     in tests: under it a process takes several times the memory users
+//     see, and the slow-body attack would take gigabytes. The slow-body
+//     attack lets go at once if the gateway's memory passes
+//     Fault.AbortRSS, and says so.
+//   - fauxqs keeps nothing across a real restart, so the SQS outage
+//     cuts the connections to it instead of restarting it.
 //   - The outage needs the sqs backend: on memory the queues live inside
 //     the one `fairq dev` process, so its workers cannot stop alone
 //     (ErrNeedsSQS).

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +17,11 @@ import (
 // for the front door's ingest rate in every mode: the experiment compares
 // what happens behind the front door.
 const unlimited = 1_000_000
+
+// InactivityTimeoutDefault is worker.inactivity_timeout of a run whose
+// scenario sets none: long enough for any processing time a scenario
+// gives, short enough that a hung push is noticed within a run.
+const InactivityTimeoutDefault = 30 * time.Second
 
 // credentials are the secrets of one run: an API key per tenant and the
 // admin token, fresh each run and never written to a log.
@@ -64,7 +70,7 @@ func (c systemConfig) yaml() []byte {
 	w("backend: %s", c.backend)
 	w("sqs: {region: us-east-1, endpoint: %q, queue_prefix: %s}", c.services.SQSEndpoint, c.prefix)
 	if c.backend == backendSQS {
-		w("redis: {addr: %q, fail_open: true}", c.services.RedisAddr)
+		w("redis: {addr: %q, fail_open: %t}", c.services.RedisAddr, !s.RedisFailClosed)
 	}
 	queues, shard := c.mode.pool()
 	w("pool: {queues: %d, shard_size: %d}", queues, shard)
@@ -88,7 +94,7 @@ func (c systemConfig) yaml() []byte {
 	w("  push_url: %q", c.pushURL)
 	w("  connections: %d", s.Connections)
 	w("  connect_timeout: 5s")
-	w("  inactivity_timeout: 30s")
+	w("  inactivity_timeout: %s", cmp.Or(s.InactivityTimeout, InactivityTimeoutDefault))
 	w("  visibility_timeout: %s", s.Visibility)
 	w("  error_visibility_timeout: %s", s.ErrorVisibility)
 	w("  max_retries: %d", s.MaxRetries)

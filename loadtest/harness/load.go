@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -35,10 +36,50 @@ type Send struct {
 	Code string
 	// ID is the message id of a 202.
 	ID string
+	// Key is the Idempotency-Key a careful client sent with every attempt
+	// of the message; empty otherwise.
+	Key string
+	// Replayed is set when the final answer was a 200 with
+	// Idempotent-Replayed: true, an earlier attempt's acceptance.
+	Replayed bool
+	// Attempts are the requests made for the message, in order: one,
+	// unless a careful client tried again. At, Took, Status and Code
+	// above are the first attempt's start and the last one's answer.
+	Attempts []Attempt
 }
 
-// Accepted reports whether the gateway accepted the message.
-func (s Send) Accepted() bool { return s.Status == http.StatusAccepted }
+// Attempt is one request of a message.
+type Attempt struct {
+	At   time.Time
+	Took time.Duration
+	// Status is the HTTP status, 0 after a transport error.
+	Status int
+	Code   string
+}
+
+// Accepted reports whether the gateway accepted the message: a 202, or a
+// replay of one.
+func (s Send) Accepted() bool {
+	return s.Status == http.StatusAccepted || s.Replayed && s.Status == http.StatusOK
+}
+
+// Retried reports whether the message's first attempt was answered 503 or
+// failed in transport, so that a careful client sent it again.
+func (s Send) Retried() bool {
+	return len(s.Attempts) > 1 && (s.Attempts[0].Status == 0 || s.Attempts[0].Status == http.StatusServiceUnavailable)
+}
+
+// retryPolicy makes the generator a careful client: every message carries
+// an Idempotency-Key of its own, and a 503, a 429, a 409 for a key still in
+// progress or a transport error is answered by sending the same message
+// with the same key again, after Retry-After or a short backoff, until For
+// has passed since the first attempt.
+type retryPolicy struct {
+	For time.Duration
+	// Backoff is the first wait after an answer without Retry-After; it
+	// doubles up to a second, with full jitter.
+	Backoff time.Duration
+}
 
 // generator offers each tenant's load at a constant rate, open loop: each
 // message is sent when it is due, whatever happened to the earlier ones.
@@ -47,6 +88,11 @@ type generator struct {
 	keys    map[string]string
 	tenants []Tenant
 	client  *http.Client
+
+	// careful, when not nil, makes every message idempotent and retried
+	// (retryPolicy); keyPrefix then begins its keys.
+	careful   *retryPolicy
+	keyPrefix string
 
 	seq     atomic.Int64
 	skipped atomic.Int64
@@ -68,6 +114,17 @@ func newGenerator(baseURL string, keys map[string]string, tenants []Tenant) *gen
 		},
 		sem: make(chan struct{}, maxInFlight),
 	}
+}
+
+// beCareful makes g a careful client (retryPolicy), with up to inFlight
+// messages open at once: a message being retried holds its place. An
+// attempt may wait for its answer as long as the retries may last, so
+// that a slow 503 is seen as such, not as the client's own timeout. Call
+// it before run.
+func (g *generator) beCareful(p retryPolicy, inFlight int) {
+	g.careful, g.keyPrefix = &p, "lt-"+randomHex(6)+"-"
+	g.sem = make(chan struct{}, inFlight)
+	g.client.Timeout = max(g.client.Timeout, p.For)
 }
 
 // run sends for d from start, then waits for every answer. Sends are
@@ -117,11 +174,16 @@ func (g *generator) tenant(ctx context.Context, t Tenant, first, end time.Time) 
 			defer func() { <-g.sem }()
 			s := g.send(ctx, t.ID, poison)
 			s.Late = s.At.Sub(due)
-			g.mu.Lock()
-			g.sends = append(g.sends, s)
-			g.mu.Unlock()
+			g.record(s)
 		}()
 	}
+}
+
+// record keeps s among the results.
+func (g *generator) record(s Send) {
+	g.mu.Lock()
+	g.sends = append(g.sends, s)
+	g.mu.Unlock()
 }
 
 type enqueueBody struct {
@@ -129,7 +191,8 @@ type enqueueBody struct {
 	Attributes map[string]string `json:"attributes"`
 }
 
-// send makes one POST /v1/messages.
+// send sends one message: one POST /v1/messages, or, for a careful
+// client, as many as it takes (retryPolicy).
 func (g *generator) send(ctx context.Context, tenant string, poison bool) Send {
 	s := Send{Seq: g.seq.Add(1), Tenant: tenant, Poison: poison}
 	seq := strconv.FormatInt(s.Seq, 10)
@@ -138,31 +201,89 @@ func (g *generator) send(ctx context.Context, tenant string, poison bool) Send {
 		msg.Attributes[AttrKind] = kindPoison
 	}
 	body, _ := json.Marshal(msg) // cannot fail: strings and numbers
+	if g.careful != nil {
+		s.Key = g.keyPrefix + seq
+	}
+	backoff := time.Duration(0)
+	if g.careful != nil {
+		backoff = g.careful.Backoff
+	}
+	for {
+		a, retryAfter := g.attempt(ctx, &s, body)
+		if len(s.Attempts) == 0 {
+			s.At = a.At
+		}
+		s.Attempts = append(s.Attempts, a)
+		s.Status, s.Code, s.Took = a.Status, a.Code, time.Since(s.At)
+		if g.careful == nil || !retryable(a) || ctx.Err() != nil {
+			return s
+		}
+		wait := retryAfter
+		if wait <= 0 {
+			wait = rand.N(backoff) + 1
+			backoff = min(2*backoff, time.Second)
+		}
+		if time.Since(s.At)+wait > g.careful.For {
+			return s // given up: the last answer stands
+		}
+		if sleepUntil(ctx, time.Now().Add(wait)) != nil {
+			return s
+		}
+	}
+}
+
+// retryable reports whether a careful client sends the message again
+// after the answer a.
+func retryable(a Attempt) bool {
+	switch a.Status {
+	case 0, http.StatusServiceUnavailable, http.StatusTooManyRequests:
+		return true
+	case http.StatusConflict:
+		return a.Code == "idempotency_key_in_progress"
+	}
+	return false
+}
+
+// attempt makes one POST /v1/messages of s with body; it sets s.ID and
+// s.Replayed from a success, and returns the answer's Retry-After.
+func (g *generator) attempt(ctx context.Context, s *Send, body []byte) (Attempt, time.Duration) {
+	var a Attempt
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url, bytes.NewReader(body))
 	if err != nil {
-		s.Code = err.Error()
-		return s
+		a.Code = err.Error()
+		return a, 0
 	}
-	req.Header.Set("Authorization", "Bearer "+g.keys[tenant])
+	req.Header.Set("Authorization", "Bearer "+g.keys[s.Tenant])
 	req.Header.Set("Content-Type", "application/json")
-	s.At = time.Now()
+	if s.Key != "" {
+		req.Header.Set("Idempotency-Key", s.Key)
+	}
+	a.At = time.Now()
 	resp, err := g.client.Do(req)
-	s.Took = time.Since(s.At)
+	a.Took = time.Since(a.At)
 	if err != nil {
-		s.Code = "transport"
-		return s
+		a.Code = "transport"
+		return a, 0
 	}
 	defer resp.Body.Close()
-	s.Status = resp.StatusCode
+	a.Status = resp.StatusCode
 	var answer struct {
 		ID   string `json:"id"`
 		Code string `json:"code"`
 	}
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if json.Unmarshal(data, &answer) == nil {
-		s.ID, s.Code = answer.ID, answer.Code
+		a.Code = answer.Code
+		if answer.ID != "" {
+			s.ID = answer.ID
+		}
 	}
-	return s
+	s.Replayed = a.Status == http.StatusOK && resp.Header.Get("Idempotent-Replayed") == "true"
+	retryAfter := time.Duration(0)
+	if v, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && v >= 0 {
+		retryAfter = time.Duration(v) * time.Second
+	}
+	return a, retryAfter
 }
 
 // results returns every send, and the number skipped because too many

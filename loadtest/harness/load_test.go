@@ -86,3 +86,89 @@ func TestGenerator(t *testing.T) {
 		t.Errorf("%d poison messages of a, want every second of 10: %v", poison, seen["a"])
 	}
 }
+
+func TestCarefulGenerator(t *testing.T) {
+	// A gateway that loses the answer of a message's first attempt (it
+	// hangs up), answers the second 503 with Retry-After, and replays the
+	// first acceptance to the third; and answers tenant "down" 503 always.
+	var mu sync.Mutex
+	attempts := map[string][]string{} // Idempotency-Key → lt-seq of each attempt
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body enqueueBody
+		data, _ := io.ReadAll(r.Body)
+		json.Unmarshal(data, &body)
+		key := r.Header.Get("Idempotency-Key")
+		mu.Lock()
+		attempts[key] = append(attempts[key], body.Attributes[AttrSeq])
+		n := len(attempts[key])
+		mu.Unlock()
+		if r.Header.Get("Authorization") == "Bearer key-down" {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"code":"unavailable"}`)
+			return
+		}
+		switch n {
+		case 1:
+			panic(http.ErrAbortHandler) // the connection is cut: a transport error
+		case 2:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"code":"unavailable"}`)
+		default:
+			w.Header().Set("Idempotent-Replayed", "true")
+			fmt.Fprintf(w, `{"id":"first-%s"}`, body.Attributes[AttrSeq])
+		}
+	}))
+	defer srv.Close()
+
+	g := newGenerator(srv.URL, map[string]string{"up": "key-up", "down": "key-down"}, nil)
+	g.beCareful(retryPolicy{For: 300 * time.Millisecond, Backoff: 5 * time.Millisecond}, 10)
+	up := g.send(t.Context(), "up", false)
+	down := g.send(t.Context(), "down", false)
+
+	if !up.Accepted() || !up.Replayed || up.ID != fmt.Sprintf("first-%d", up.Seq) {
+		t.Errorf("up: %+v: want accepted by a replay, with the first id", up)
+	}
+	var statuses []int
+	for _, a := range up.Attempts {
+		statuses = append(statuses, a.Status)
+	}
+	if !slices.Equal(statuses, []int{0, 503, 200}) || !up.Retried() {
+		t.Errorf("up: attempts answered %v, retried %t; want [0 503 200], retried", statuses, up.Retried())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if up.Key == "" || up.Key == down.Key || len(attempts[up.Key]) != 3 {
+		t.Errorf("keys %q and %q; attempts %v: want one key per message, the same on each attempt", up.Key, down.Key, attempts)
+	}
+	for _, seq := range attempts[up.Key] {
+		if seq != fmt.Sprint(up.Seq) {
+			t.Errorf("an attempt of message %d carried lt-seq %s", up.Seq, seq)
+		}
+	}
+	if down.Accepted() || down.Status != http.StatusServiceUnavailable || len(down.Attempts) < 2 || down.Took > time.Second {
+		t.Errorf("down: status %d after %d attempts in %v: want 503 after retrying for about 300 ms", down.Status, len(down.Attempts), down.Took)
+	}
+}
+
+func TestRetryable(t *testing.T) {
+	tests := []struct {
+		a    Attempt
+		want bool
+	}{
+		{Attempt{Status: 0, Code: "transport"}, true},
+		{Attempt{Status: 503, Code: "unavailable"}, true},
+		{Attempt{Status: 429, Code: "rate_limited"}, true},
+		{Attempt{Status: 409, Code: "idempotency_key_in_progress"}, true},
+		{Attempt{Status: 409, Code: "conflict"}, false},
+		{Attempt{Status: 422, Code: "idempotency_key_reused"}, false},
+		{Attempt{Status: 500, Code: "internal"}, false},
+		{Attempt{Status: 202}, false},
+	}
+	for _, tt := range tests {
+		if got := retryable(tt.a); got != tt.want {
+			t.Errorf("retryable(%d %s) = %t, want %t", tt.a.Status, tt.a.Code, got, tt.want)
+		}
+	}
+}

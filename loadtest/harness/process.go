@@ -93,6 +93,27 @@ func (p *process) running() bool {
 	}
 }
 
+// pid is the process id.
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// signal sends sig to the process, if it is still running.
+func (p *process) signal(sig os.Signal) error {
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signal %s %v: %w", p.name, sig, err)
+	}
+	return nil
+}
+
+// kill ends the process with SIGKILL, as a crash or the OOM killer would,
+// and waits for it to exit. A killed process is not stopped again: its
+// exit is the point.
+func (p *process) kill() {
+	p.stopOnce.Do(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+}
+
 // stop ends the process as an operator would (closing its stdin, then
 // SIGTERM, then SIGKILL after stopTimeout or when ctx ends) and waits for
 // it. It returns an error if the process had exited on its own with a

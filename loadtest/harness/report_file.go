@@ -16,7 +16,10 @@ type Environment struct {
 	Machine string
 	// Version is fairq's version (`fairq version`).
 	Version string
-	Date    time.Time
+	// Commit is the source's commit, when known (the chaos report names
+	// it).
+	Commit string
+	Date   time.Time
 }
 
 // WriteReport writes report.md and one chart per scenario,

@@ -88,6 +88,12 @@ type Scenario struct {
 	MaxRetries      int
 	Visibility      time.Duration
 	ErrorVisibility time.Duration
+	// InactivityTimeout is worker.inactivity_timeout; zero is
+	// InactivityTimeoutDefault.
+	InactivityTimeout time.Duration
+	// RedisFailClosed sets redis.fail_open to false (sqs backend): while
+	// Redis is away the gateway answers 503 and the workers spill.
+	RedisFailClosed bool
 	// Drain bounds the wait for every accepted message to end after the
 	// load.
 	Drain time.Duration

@@ -37,8 +37,9 @@ type Services struct {
 // from internal/testenv).
 type LocalServices struct {
 	Services
-	procs []*process
-	wg    sync.WaitGroup // the readers of the emulator's output
+	procs  []*process
+	fauxqs *process       // the emulator, among procs
+	wg     sync.WaitGroup // the readers of the emulator's output
 }
 
 // StartLocalServices starts redis-server and the fauxqs emulator (Node.js,
@@ -113,6 +114,7 @@ func (s *LocalServices) startFauxqs(ctx context.Context, root, dir string) error
 		return err
 	}
 	s.procs = append(s.procs, p)
+	s.fauxqs = p
 	// The launcher prints its address as its first line; the rest of its
 	// output is drained so that it never blocks on the pipe.
 	lines := make(chan string, 1)

@@ -27,6 +27,7 @@ const (
 	headerTenant       = "X-Fairq-Tenant"
 	headerEnqueuedAt   = "X-Fairq-Enqueued-At"
 	headerMsgid        = "X-Aws-Sqsd-Msgid"
+	headerFirstRecv    = "X-Aws-Sqsd-First-Received-At"
 	headerReceiveCount = "X-Aws-Sqsd-Receive-Count"
 	headerAttr         = "X-Aws-Sqsd-Attr-"
 	enqueuedAtFormat   = "2006-01-02T15:04:05.000Z"
@@ -39,6 +40,9 @@ type Delivery struct {
 	Tenant string
 	// MsgID is the SQS message id of this copy (X-Aws-Sqsd-Msgid).
 	MsgID string
+	// FirstReceivedAt is X-Aws-Sqsd-First-Received-At as the worker sent
+	// it: the same on every delivery of a message whose identity holds.
+	FirstReceivedAt string
 	// EnqueuedAt is when the gateway accepted the message
 	// (X-Fairq-Enqueued-At, to the millisecond).
 	EnqueuedAt time.Time
@@ -58,16 +62,34 @@ type Delivery struct {
 // the message.
 func (d Delivery) OK() bool { return d.Status >= 200 && d.Status < 300 }
 
+// sinkBehaviour is how the sink answers every push for a while, whatever
+// the message: a fault of the application.
+type sinkBehaviour int32
+
+const (
+	// sinkNormal answers after the tenant's processing time.
+	sinkNormal sinkBehaviour = iota
+	// sinkFailing answers 500 at once.
+	sinkFailing
+	// sinkHanging never answers: it waits for the worker to hang up (its
+	// inactivity_timeout) or for the sink to stop.
+	sinkHanging
+)
+
 // sink is the application behind the workers: it records every push and
 // answers as the scenario says, after the tenant's processing time, with
 // 500 for poison messages until the dead letters are redriven at the end.
 type sink struct {
-	work     map[string]time.Duration // tenant → processing time
-	fixed    atomic.Bool              // poison is answered 200 from now on, and deliveries are marked Redriven
-	inflight atomic.Int64
+	work      map[string]time.Duration // tenant → processing time
+	fixed     atomic.Bool              // poison is answered 200 from now on, and deliveries are marked Redriven
+	behaviour atomic.Int32             // a sinkBehaviour
+	inflight  atomic.Int64
+	quit      chan struct{} // closed by Stop: hanging pushes end
+	quitOnce  sync.Once
 
 	mu         sync.Mutex
 	deliveries []Delivery
+	recorded   chan struct{} // closed and replaced at each delivery recorded
 
 	ln   net.Listener
 	srv  *http.Server
@@ -82,7 +104,8 @@ func newSink(tenants []Tenant) (*sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
-	s := &sink{work: make(map[string]time.Duration, len(tenants)), ln: ln, done: make(chan error, 1)}
+	s := &sink{work: make(map[string]time.Duration, len(tenants)), ln: ln, done: make(chan error, 1), quit: make(chan struct{}),
+		recorded: make(chan struct{})}
 	for _, t := range tenants {
 		s.work[t.ID] = t.Work
 	}
@@ -99,8 +122,10 @@ func (s *sink) Start(context.Context) error {
 	return nil
 }
 
-// Stop stops serving, waiting for running pushes until ctx ends.
+// Stop stops serving, waiting for running pushes until ctx ends; hanging
+// pushes end at once.
 func (s *sink) Stop(ctx context.Context) error {
+	s.quitOnce.Do(func() { close(s.quit) })
 	err := s.srv.Shutdown(ctx)
 	if serveErr := <-s.done; !errors.Is(serveErr, http.ErrServerClosed) {
 		err = errors.Join(err, serveErr)
@@ -111,6 +136,9 @@ func (s *sink) Stop(ctx context.Context) error {
 // fix makes the sink answer 200 to every push from now on and mark each
 // as redriven.
 func (s *sink) fix() { s.fixed.Store(true) }
+
+// behave makes the sink answer every push as b from now on.
+func (s *sink) behave(b sinkBehaviour) { s.behaviour.Store(int32(b)) }
 
 // busy returns the number of pushes being answered.
 func (s *sink) busy() int64 { return s.inflight.Load() }
@@ -125,7 +153,8 @@ func (s *sink) snapshot() []Delivery {
 func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
-	d := Delivery{Start: time.Now(), Seq: -1, Tenant: r.Header.Get(headerTenant), MsgID: r.Header.Get(headerMsgid)}
+	d := Delivery{Start: time.Now(), Seq: -1, Tenant: r.Header.Get(headerTenant), MsgID: r.Header.Get(headerMsgid),
+		FirstReceivedAt: r.Header.Get(headerFirstRecv)}
 	io.Copy(io.Discard, r.Body)
 	if v, err := strconv.ParseInt(r.Header.Get(headerAttr+AttrSeq), 10, 64); err == nil {
 		d.Seq = v
@@ -137,21 +166,60 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.Redriven = s.fixed.Load()
 	poison := r.Header.Get(headerAttr+AttrKind) == kindPoison && !d.Redriven
 
-	// The work: the tenant's processing time, cut short if the worker
-	// hangs up.
-	t := time.NewTimer(s.work[d.Tenant])
-	select {
-	case <-t.C:
-		d.Status = http.StatusOK
-		if poison {
-			d.Status = http.StatusInternalServerError
-		}
+	switch sinkBehaviour(s.behaviour.Load()) {
+	case sinkFailing:
+		d.Status = http.StatusInternalServerError
 		w.WriteHeader(d.Status)
-	case <-r.Context().Done():
-		t.Stop()
+	case sinkHanging:
+		select {
+		case <-r.Context().Done():
+		case <-s.quit:
+		}
+	default:
+		// The work: the tenant's processing time, cut short if the
+		// worker hangs up.
+		t := time.NewTimer(s.work[d.Tenant])
+		select {
+		case <-t.C:
+			d.Status = http.StatusOK
+			if poison {
+				d.Status = http.StatusInternalServerError
+			}
+			w.WriteHeader(d.Status)
+		case <-r.Context().Done():
+			t.Stop()
+		}
 	}
 	d.End = time.Now()
 	s.mu.Lock()
 	s.deliveries = append(s.deliveries, d)
+	close(s.recorded)
+	s.recorded = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// waitDelivery waits at most limit for the first delivery of message seq
+// to be recorded, and returns it; ok is false if none came.
+func (s *sink) waitDelivery(ctx context.Context, seq int64, limit time.Duration) (d Delivery, ok bool, err error) {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	for seen := 0; ; {
+		s.mu.Lock()
+		for _, d := range s.deliveries[seen:] {
+			if d.Seq == seq {
+				s.mu.Unlock()
+				return d, true, nil
+			}
+		}
+		seen = len(s.deliveries)
+		recorded := s.recorded
+		s.mu.Unlock()
+		select {
+		case <-recorded:
+		case <-t.C:
+			return Delivery{}, false, nil
+		case <-ctx.Done():
+			return Delivery{}, false, ctx.Err()
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,6 +29,7 @@ func TestSink(t *testing.T) {
 		req.Header.Set(headerEnqueuedAt, enq.Format(enqueuedAtFormat))
 		req.Header.Set(headerMsgid, "m-"+seq)
 		req.Header.Set(headerReceiveCount, "2")
+		req.Header.Set(headerFirstRecv, "2026-01-02T03:04:06Z")
 		req.Header.Set(headerAttr+AttrSeq, seq)
 		if kind != "" {
 			req.Header.Set(headerAttr+AttrKind, kind)
@@ -57,11 +60,12 @@ func TestSink(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", st.name, got, st.wantStatus)
 		}
 	}
+	const first = "2026-01-02T03:04:06Z"
 	want := []Delivery{
-		{Seq: 1, Tenant: "acme", MsgID: "m-1", EnqueuedAt: enq, ReceiveCount: 2, Status: 200},
-		{Seq: 2, Tenant: "acme", MsgID: "m-2", EnqueuedAt: enq, ReceiveCount: 2, Status: 500},
-		{Seq: -1, Tenant: "acme", MsgID: "m-x", EnqueuedAt: enq, ReceiveCount: 2, Status: 200},
-		{Seq: 2, Tenant: "acme", MsgID: "m-2", EnqueuedAt: enq, ReceiveCount: 2, Status: 200, Redriven: true},
+		{Seq: 1, Tenant: "acme", MsgID: "m-1", FirstReceivedAt: first, EnqueuedAt: enq, ReceiveCount: 2, Status: 200},
+		{Seq: 2, Tenant: "acme", MsgID: "m-2", FirstReceivedAt: first, EnqueuedAt: enq, ReceiveCount: 2, Status: 500},
+		{Seq: -1, Tenant: "acme", MsgID: "m-x", FirstReceivedAt: first, EnqueuedAt: enq, ReceiveCount: 2, Status: 200},
+		{Seq: 2, Tenant: "acme", MsgID: "m-2", FirstReceivedAt: first, EnqueuedAt: enq, ReceiveCount: 2, Status: 200, Redriven: true},
 	}
 	got := s.snapshot()
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Delivery{}, "Start", "End")); diff != "" {
@@ -74,5 +78,66 @@ func TestSink(t *testing.T) {
 	}
 	if s.busy() != 0 {
 		t.Errorf("busy = %d after every answer", s.busy())
+	}
+}
+
+func TestSinkBehaviour(t *testing.T) {
+	s, err := newSink([]Tenant{{ID: "acme", Work: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(t.Context())
+	push := func(ctx context.Context, seq string) (int, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url(), strings.NewReader(`{}`))
+		req.Header.Set(headerTenant, "acme")
+		req.Header.Set(headerAttr+AttrSeq, seq)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	s.behave(sinkFailing)
+	if got, err := push(t.Context(), "1"); got != 500 || err != nil {
+		t.Errorf("failing: %d, %v; want 500", got, err)
+	}
+	s.behave(sinkHanging)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if got, err := push(ctx, "2"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hanging: %d, %v; want no answer until the client gives up", got, err)
+	}
+	s.behave(sinkNormal)
+	if got, err := push(t.Context(), "3"); got != 200 || err != nil {
+		t.Errorf("normal again: %d, %v; want 200", got, err)
+	}
+
+	// waitDelivery finds a recorded delivery, waits for a later one, and
+	// gives up on one that never comes.
+	if d, ok, err := s.waitDelivery(t.Context(), 1, time.Second); !ok || err != nil || d.Status != 500 {
+		t.Errorf("waitDelivery(1) = %+v, %t, %v", d, ok, err)
+	}
+	// The hung push is recorded once the sink sees the client gone.
+	if d, ok, err := s.waitDelivery(t.Context(), 2, 5*time.Second); !ok || err != nil || d.Status != 0 {
+		t.Errorf("waitDelivery(2) = %+v, %t, %v; want the hung push, unanswered", d, ok, err)
+	}
+	later := make(chan error, 1)
+	go func() {
+		_, err := push(t.Context(), "4")
+		later <- err
+	}()
+	if d, ok, err := s.waitDelivery(t.Context(), 4, 5*time.Second); !ok || err != nil || d.Status != 200 {
+		t.Errorf("waitDelivery(4) = %+v, %t, %v; want the push made while waiting", d, ok, err)
+	}
+	if err := <-later; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.waitDelivery(t.Context(), 99, 50*time.Millisecond); ok || err != nil {
+		t.Errorf("waitDelivery(99) = %t, %v; want nothing", ok, err)
 	}
 }

@@ -59,7 +59,7 @@ func startSystem(ctx context.Context, cfg systemConfig, bin, dir string) (*syste
 	if err := s.createQueues(ctx); err != nil {
 		return nil, err
 	}
-	if s.gateway, err = s.start(ctx, "fairq gateway", "gateway.log", s.gatewayAddr, "/readyz", "gateway", "--config", s.configPath); err != nil {
+	if err := s.startGateway(ctx); err != nil {
 		return nil, err
 	}
 	for range cfg.scenario.Workers {
@@ -122,13 +122,59 @@ func (s *system) startWorkers(ctx context.Context) error {
 	if !s.separateWorkers() || s.workers != nil {
 		return nil
 	}
-	for i, addr := range s.workerAddrs {
-		p, err := s.start(ctx, fmt.Sprintf("fairq worker %d", i+1), fmt.Sprintf("worker-%d.log", i+1), addr, "/healthz", "worker", "--config", s.configPath)
-		if err != nil {
+	s.workers = make([]*process, len(s.workerAddrs))
+	for i := range s.workerAddrs {
+		if err := s.startWorker(ctx, i); err != nil {
 			return errors.Join(err, s.stopWorkers(context.WithoutCancel(ctx)))
 		}
-		s.workers = append(s.workers, p)
 	}
+	return nil
+}
+
+// startWorker starts worker i (from 0) on its address, its output
+// appended to its log, and waits until it is healthy.
+func (s *system) startWorker(ctx context.Context, i int) error {
+	p, err := s.start(ctx, fmt.Sprintf("fairq worker %d", i+1), fmt.Sprintf("worker-%d.log", i+1), s.workerAddrs[i], "/healthz", "worker", "--config", s.configPath)
+	if err != nil {
+		return err
+	}
+	s.workers[i] = p
+	return nil
+}
+
+// stopWorker stops worker i as an operator would (SIGTERM) and waits for
+// it; killWorker kills it (SIGKILL), as a crash would.
+func (s *system) stopWorker(ctx context.Context, i int) error {
+	p := s.workers[i]
+	s.workers[i] = nil
+	if p == nil {
+		return nil
+	}
+	return p.stop(ctx)
+}
+
+func (s *system) killWorker(i int) {
+	if p := s.workers[i]; p != nil {
+		p.kill()
+		s.workers[i] = nil
+	}
+}
+
+// killGateway kills the gateway (SIGKILL); startGateway starts it again on
+// its address and waits until it is ready.
+func (s *system) killGateway() {
+	if s.gateway != nil {
+		s.gateway.kill()
+		s.gateway = nil
+	}
+}
+
+func (s *system) startGateway(ctx context.Context) error {
+	p, err := s.start(ctx, "fairq gateway", "gateway.log", s.gatewayAddr, "/readyz", "gateway", "--config", s.configPath)
+	if err != nil {
+		return err
+	}
+	s.gateway = p
 	return nil
 }
 
@@ -136,8 +182,8 @@ func (s *system) startWorkers(ctx context.Context) error {
 // they finish or give back what they hold) and waits for them.
 func (s *system) stopWorkers(ctx context.Context) error {
 	var errs []error
-	for _, p := range s.workers {
-		errs = append(errs, p.stop(ctx))
+	for i := range s.workers {
+		errs = append(errs, s.stopWorker(ctx, i))
 	}
 	s.workers = nil
 	return errors.Join(errs...)
