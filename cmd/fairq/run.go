@@ -42,8 +42,8 @@ func (e loggedError) Unwrap() error { return e.err }
 func logFailure(logger interface {
 	Error(msg string, args ...any)
 }, err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.Is(err, errUsage) {
+		return err // a usage error is for the person at the terminal: run prints it
 	}
 	logger.Error("fairq stopped on an error", "err", err)
 	return loggedError{err}
