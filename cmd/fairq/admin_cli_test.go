@@ -452,10 +452,12 @@ func TestAdminCLIFailures(t *testing.T) {
 
 	t.Run("gateway down", func(t *testing.T) {
 		down := "http://" + freeAddr(t)
-		code, stdout, stderr := cliEnv(t, map[string]string{"FAIRQ_ADMIN_URL": down, "FAIRQ_ADMIN_TOKEN": adminTestToken}, "tenants", "list")
-		wantFailure(t, code, stderr, exitUnreachable, regexp.QuoteMeta("cannot reach the gateway at "+down+": ")+`.*connection refused$`)
-		if stdout != "" {
-			t.Errorf("stdout = %q, want nothing", stdout)
+		for _, args := range [][]string{{"tenants", "list"}, {"dlq", "redrive"}, {"dlq", "purge"}} {
+			code, stdout, stderr := cliEnv(t, map[string]string{"FAIRQ_ADMIN_URL": down, "FAIRQ_ADMIN_TOKEN": adminTestToken}, args...)
+			wantFailure(t, code, stderr, exitUnreachable, regexp.QuoteMeta("cannot reach the gateway at "+down+": ")+`.*connection refused$`)
+			if stdout != "" {
+				t.Errorf("fairq %s: stdout = %q, want nothing", strings.Join(args, " "), stdout)
+			}
 		}
 	})
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -279,7 +280,10 @@ func (s *adminSession) redriveIDs(ctx context.Context, tenantID, list string) er
 // queue has none left to move (a call moved fewer than it asked for) or
 // f.max are moved.
 func (s *adminSession) redriveAll(ctx context.Context, f dlqFlags) error {
-	estimate := s.deadLetters(ctx, f.max)
+	estimate, err := s.deadLetters(ctx, f.max)
+	if err != nil {
+		return err
+	}
 	total := redriveResult{ByTenant: map[string]int{}}
 	for {
 		want := f.batch
@@ -354,17 +358,23 @@ func redriveFailed(res redriveResult) error {
 }
 
 // deadLetters estimates how many dead letters there are, at most max (0:
-// no bound), for progress lines; -1 when the queue's depth is unknown.
-func (s *adminSession) deadLetters(ctx context.Context, maxN int) int {
+// no bound), for progress lines: -1 when the gateway does not say. An
+// error means the gateway cannot be reached, which the operation itself
+// would only find again a --timeout later.
+func (s *adminSession) deadLetters(ctx context.Context, maxN int) (int, error) {
 	_, data, err := s.c.call(ctx, "GET", "/queues", nil, nil)
 	if err != nil {
-		return -1
+		var ee *exitError
+		if errors.As(err, &ee) && ee.code != exitUnreachable && ctx.Err() == nil {
+			return -1, nil // refused: the operation will say why, or succeed
+		}
+		return 0, err
 	}
 	var ans struct {
 		Queues []apiQueue `json:"queues"`
 	}
 	if json.Unmarshal(data, &ans) != nil {
-		return -1
+		return -1, nil
 	}
 	for _, q := range ans.Queues {
 		if q.Role == "dlq" {
@@ -372,10 +382,10 @@ func (s *adminSession) deadLetters(ctx context.Context, maxN int) int {
 			if maxN > 0 {
 				n = min(n, maxN)
 			}
-			return n
+			return n, nil
 		}
 	}
-	return -1
+	return -1, nil
 }
 
 // progress prints how far a long operation is, on stderr.
@@ -413,7 +423,10 @@ func runDLQPurge(ctx context.Context, e env, args []string) error {
 			if err := f.check(); err != nil {
 				return err
 			}
-			estimate := s.deadLetters(ctx, f.max)
+			estimate, err := s.deadLetters(ctx, f.max)
+			if err != nil {
+				return err
+			}
 			var total purgeAnswer
 			for {
 				want := f.batch
