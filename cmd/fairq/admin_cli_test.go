@@ -549,6 +549,26 @@ func TestAdminCLIUsage(t *testing.T) {
 	}
 }
 
+func TestHasFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--config", "f.yaml"}, true},
+		{[]string{"-config", "f.yaml"}, true},
+		{[]string{"--tenant", "acme", "--config=f.yaml"}, true},
+		{[]string{"-config=f.yaml"}, true},
+		{[]string{"--tenant", "config"}, false},
+		{[]string{"--configs", "x"}, false},
+		{[]string{"--", "--config", "f.yaml"}, false},
+		{nil, false},
+	} {
+		if got := hasFlag(tt.args, "config"); got != tt.want {
+			t.Errorf("hasFlag(%q, config) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
+
 func TestPrintable(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"status 500", "status 500"},

@@ -197,6 +197,9 @@ func hasFlag(args []string, name string) bool {
 		if a == "--" {
 			return false
 		}
+		if !strings.HasPrefix(a, "-") {
+			continue // a value or an argument, "config" included
+		}
 		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
 		if a == name || strings.HasPrefix(a, name+"=") {
 			return true
