@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,4 +26,15 @@ func runKeysHash(stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, tenant.HashKey(key))
 	return 0
+}
+
+// runKeysHashCmd is `fairq keys hash`.
+func runKeysHashCmd(_ context.Context, e env, args []string) error {
+	if len(args) != 0 {
+		return fmt.Errorf("%w: fairq keys hash < keyfile", errUsage)
+	}
+	if code := runKeysHash(e.stdin, e.stdout, e.stderr); code != 0 {
+		return &exitError{code: code} // it said why
+	}
+	return nil
 }

@@ -61,8 +61,9 @@ func unknownEnv(e env) []string {
 	return unknown
 }
 
-// notConfig are FAIRQ_ variables that are not configuration keys.
-var notConfig = []string{"FAIRQ_REQUIRE_SERVICES"}
+// notConfig are FAIRQ_ variables that are not configuration keys: the
+// tests' switch, and the admin commands' gateway and token.
+var notConfig = []string{"FAIRQ_REQUIRE_SERVICES", "FAIRQ_ADMIN_URL", "FAIRQ_ADMIN_TOKEN"}
 
 // redisLog is where go-redis's own log lines go: the logger of the process
 // (the last one made, as tests run several in one process), as slog

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
@@ -24,6 +26,16 @@ Usage:
   fairq version
 
 Every configuration key can be overridden by FAIRQ_<PATH> (e.g. FAIRQ_REDIS_ADDR).
+
+Operating a running gateway through its admin API (--url or FAIRQ_ADMIN_URL,
+default http://127.0.0.1:8080; the token in FAIRQ_ADMIN_TOKEN or --token-file F):
+  fairq tenants list|show ID|set ID KEY=VALUE…|pause ID [--ingest]|resume ID|purge ID
+  fairq keys issue ID | revoke ID KEY_ID
+  fairq queues stats [--overview]
+  fairq dlq peek|redrive|purge [--tenant ID] [--max N] [--bodies] [--ids a,b]
+Tables by default, --json for the API's JSON; each one's --help has an example.
+Exit codes: 0 done; 1 the gateway refused or failed; 2 usage; 3 the gateway
+cannot be reached; 4 not found.
 `
 
 // errUsage marks a command line that could not be understood (exit 2).
@@ -76,15 +88,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "worker":
 		err = runWorker(ctx, e, rest)
 	case "queues":
-		err = runSub(ctx, e, "queues", rest, map[string]func(context.Context, env, []string) error{"create": runQueuesCreate})
+		err = runSub(ctx, e, "queues", rest, map[string]func(context.Context, env, []string) error{"create": runQueuesCreate, "stats": runQueuesStats})
 	case "dlq":
-		err = runSub(ctx, e, "dlq", rest, map[string]func(context.Context, env, []string) error{"redrive": runDLQRedrive})
+		err = runSub(ctx, e, "dlq", rest, map[string]func(context.Context, env, []string) error{
+			"redrive": runDLQRedriveCmd, "peek": runDLQPeek, "purge": runDLQPurge})
+	case "tenants":
+		err = runSub(ctx, e, "tenants", rest, map[string]func(context.Context, env, []string) error{
+			"list": runTenantsList, "show": runTenantsShow, "set": runTenantsSet,
+			"pause": runTenantsPause, "resume": runTenantsResume, "purge": runTenantsPurge})
 	case "keys":
-		if len(rest) != 1 || rest[0] != "hash" {
-			fmt.Fprintln(stderr, "usage: fairq keys hash < keyfile")
-			return 2
-		}
-		return runKeysHash(stdin, stdout, stderr)
+		err = runSub(ctx, e, "keys", rest, map[string]func(context.Context, env, []string) error{
+			"hash": runKeysHashCmd, "issue": runKeysIssue, "revoke": runKeysRevoke})
 	case "sim":
 		return runSimMoved(stderr)
 	case "version", "--version", "-v":
@@ -98,6 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return 2
 	}
 	var logged loggedError
+	var exit *exitError
 	switch {
 	case err == nil:
 		return 0
@@ -105,6 +120,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return 0
 	case errors.As(err, &logged):
 		return 1
+	case errors.As(err, &exit):
+		if exit.msg != "" {
+			fmt.Fprintf(stderr, "fairq: %s\n", exit.msg)
+		}
+		return exit.code
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "fairq %s: %v\n", cmd, err)
 		return 2
@@ -117,9 +137,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 // runSub dispatches a command with subcommands, such as "queues create".
 func runSub(ctx context.Context, e env, name string, args []string, subs map[string]func(context.Context, env, []string) error) error {
 	if len(args) == 0 || subs[args[0]] == nil {
-		names := make([]string, 0, len(subs))
-		for k := range subs {
-			names = append(names, k)
+		names := slices.Sorted(maps.Keys(subs))
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprintf(e.stdout, "Usage: fairq %s %s\n\nfairq %s SUBCOMMAND --help shows each one's flags and an example.\n",
+				name, strings.Join(names, "|"), name)
+			return flag.ErrHelp
 		}
 		return fmt.Errorf("%w: fairq %s %s", errUsage, name, strings.Join(names, "|"))
 	}
