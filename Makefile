@@ -183,6 +183,7 @@ KUBE_SCORE         ?= $(shell command -v kube-score 2>/dev/null || echo "$$($(GO
 KUBE_SCORE_VERSION ?= v1.20.0
 
 manifests: deps-deploy
+	cp deploy/prometheus/alerts.yaml deploy/helm/fairq/files/alerts.yaml
 	$(HELM) template fairq deploy/helm/fairq --namespace fairq --kube-version 1.30.0 \
 	  -f deploy/kubernetes/values.yaml > deploy/kubernetes/fairq.yaml
 

@@ -129,7 +129,6 @@ func TestHelmTemplate(t *testing.T) {
 	for _, args := range [][]string{
 		{"--set", "image.tag=latest"},
 		{"--set", "prometheusRule.enabled=true", "--set", "prometheusRule.rulesFile=rules: []"},
-		{"--set", "prometheusRule.enabled=true"},
 	} {
 		if _, err := helmTemplate(t.Context(), helm, args...); err == nil {
 			t.Errorf("helm template %v succeeded", args)
