@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fairq/fairq/internal/clock"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -252,7 +253,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			w.metrics.receiveErrors.WithLabelValues(p.queue).Inc()
 			pause := min(receiveRetryMax, time.Second<<min(failures-1, 5))
 			w.log.Warn("receive failed", "queue", p.queue, "err", err, "retry_in", pause)
-			if sleep(ctx, pause) != nil {
+			if clock.Sleep(ctx, pause) != nil {
 				return
 			}
 			continue
@@ -270,7 +271,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			setBatch(false)
 			fulls, partials = 0, 0
 			p.patience = overflowPatience // drained: behind the live loops again
-			if glance && w.aside(func() error { return sleep(ctx, glancePause) }) != nil {
+			if glance && w.aside(func() error { return clock.Sleep(ctx, glancePause) }) != nil {
 				return
 			}
 			continue
@@ -292,7 +293,7 @@ func (w *Worker) poll(ctx, jobCtx context.Context, p poller) {
 			fulls = 0
 			w.spawn(ctx, jobCtx, poller{queue: p.queue, class: p.class, extra: true, patience: p.patience})
 		}
-		if batch && len(msgs) < n && w.gathers(rate) && sleep(ctx, w.cfg.ReceiveWindow) != nil {
+		if batch && len(msgs) < n && w.gathers(rate) && clock.Sleep(ctx, w.cfg.ReceiveWindow) != nil {
 			return
 		}
 		setBatch(true)
@@ -398,18 +399,6 @@ func (w *Worker) grow(pr prio) bool {
 		if w.extras.CompareAndSwap(n, n+1) {
 			return true
 		}
-	}
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

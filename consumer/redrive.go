@@ -153,7 +153,7 @@ func Redrive(ctx context.Context, cfg RedriveConfig) (RedriveResult, error) {
 		for q, ps := range byQueue {
 			entries := make([]queue.Entry, len(ps))
 			for i, p := range ps {
-				entries[i] = queue.Entry{ID: entryIDs[i], Body: p.m.Body, Attributes: resetAttempts(p.m)}
+				entries[i] = queue.Entry{ID: queue.EntryID(i), Body: p.m.Body, Attributes: resetAttempts(p.m)}
 			}
 			dest := cfg.Names.Live[q]
 			// A send cut short might have reached the queue all the

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -438,18 +437,10 @@ func (w *Worker) changeBatch(ctx context.Context, q string, changes []queue.Visi
 	return errs, err
 }
 
-// entryIDs are the batch entry ids of sends: the index in the batch.
-var entryIDs = func() (ids [queue.MaxBatch]string) {
-	for i := range ids {
-		ids[i] = strconv.Itoa(i)
-	}
-	return ids
-}()
-
 // sendBatch is the call of the moves batcher.
 func (w *Worker) sendBatch(ctx context.Context, q string, entries []queue.Entry) ([]error, error) {
 	for i := range entries {
-		entries[i].ID = entryIDs[i]
+		entries[i].ID = queue.EntryID(i)
 	}
 	results, err := w.cfg.Backend.Send(ctx, q, entries)
 	var errs []error
