@@ -35,7 +35,7 @@
 //     maximum at process_rate. Over the rate the answer is 429
 //     rate_limited with a Retry-After a client can trust: wait that long
 //     and a token is there, unless another client of the tenant took it.
-//  5. Picker chooses the live queue; the message joins the Batcher, which
+//  5. Picker chooses the live queue; the message joins the send batcher, which
 //     coalesces concurrent messages bound for the same queue into
 //     SendMessageBatch calls of up to ten (and BatchBytes): a message for
 //     a queue with no call under way goes at once; while one is under
@@ -57,8 +57,9 @@
 //
 // # Cost of sends
 //
-// The Batcher groups sends the way a database groups commits. A message
-// whose queue has no SendMessageBatch call under way is sent at once (its
+// The send batcher (package internal/batch, in GroupCommit mode) groups
+// sends the way a database groups commits. A message whose queue has no
+// SendMessageBatch call under way is sent at once (its
 // flush first yields the processor once, so that handlers already
 // runnable join it); messages that arrive while a call is under way
 // gather for the next call, which goes when that call returns, when
@@ -69,7 +70,7 @@
 // and many concurrent callers fill calls of ten. At 1,000 single
 // messages/s spread over 8 queues (λ = 125/s per queue) most messages
 // find their queue idle and go alone; the batch endpoint puts a
-// request's messages for one queue in one call (Batcher.SubmitAll),
+// request's messages for one queue in one call (SubmitAll),
 // which is how callers who care about cost send.
 // The earlier design waited BatchWindow after every first message: at
 // 1,000 single messages/s it made about 0.1–0.15 fewer calls per message
