@@ -396,9 +396,9 @@ func (j *job) move(dest string, delay time.Duration, attempts int, lastErr strin
 	w.sends.add(dest, e, func(err error) {
 		if errors.Is(err, queue.ErrTooLarge) && (lastErr != "" || !notBefore.IsZero()) {
 			// What this move added to fairq-meta made it too large: send
-			// it without, here (the batcher does not take entries from
-			// its own calls). Without its NotBefore, a message comes
-			// back after the delay and runs early.
+			// it without, here (at shutdown the batcher runs this
+			// while it takes no more entries). Without its NotBefore, a
+			// message comes back after the delay and runs early.
 			e.Attributes = j.d.moved(attempts, "", time.Time{})
 			ctx, cancel := j.ioContext()
 			errs, serr := w.sendBatch(ctx, dest, []queue.Entry{e})
