@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -217,28 +216,15 @@ var errReleasing = errors.New("worker stopping: grace period over")
 // Worker is the consumer daemon: it receives messages from the live,
 // overflow and backlog queues while it has free slots, applies the age
 // checks and the Limiter, runs the Handler under a heartbeat, and applies
-// the outcome (DESIGN.md §6). See the package documentation.
+// the outcome. See the package documentation.
 type Worker struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
 
-	slots     *slots
-	hb        *heartbeat
-	live      *liveState
-	batchNeed int   // slots a poller in batch mode waits for
-	maxExtra  int32 // extra pollers allowed, all queues together
-	extras    atomic.Int32
-	// contenders counts the receive loops competing for slots (not the
-	// backlog loop while the live queues are not caught up).
-	contenders atomic.Int64
-	// batchLoops counts the receive loops in batch mode: queues that
-	// had messages at their latest receive.
-	batchLoops atomic.Int64
-	// watching counts the slots held by loops long-polling an empty
-	// queue, up to maxWatching while some loop is in batch mode.
-	watching    atomic.Int64
-	maxWatching int64
+	slots *slots
+	hb    *heartbeat
+	loops *pollers
 
 	deletes *batcher[string]
 	changes *batcher[queue.VisibilityChange]
@@ -254,8 +240,7 @@ type Worker struct {
 	stopCh chan context.Context // size 1: the grace of the first Stop
 	done   chan struct{}        // closed when everything has ended
 
-	pollers sync.WaitGroup
-	jobs    sync.WaitGroup
+	jobs sync.WaitGroup
 }
 
 // New returns a Worker, or an error wrapping ErrInvalidConfig.
@@ -269,16 +254,13 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("consumer metrics: %w", err)
 	}
 	w := &Worker{
-		cfg:         cfg,
-		log:         cfg.Logger,
-		metrics:     m,
-		slots:       newSlots(cfg.Connections),
-		live:        newLiveState(len(cfg.Names.Live)),
-		batchNeed:   min(queue.MaxBatch, max(1, (cfg.Connections+9)/10)),
-		maxExtra:    int32(max(1, cfg.Connections/queue.MaxBatch)),
-		maxWatching: int64(max(1, cfg.Connections/4)),
-		stopCh:      make(chan context.Context, 1),
-		done:        make(chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		metrics: m,
+		slots:   newSlots(cfg.Connections),
+		loops:   newPollers(cfg),
+		stopCh:  make(chan context.Context, 1),
+		done:    make(chan struct{}),
 	}
 	w.hb = newHeartbeat(cfg.Backend, cfg.VisibilityTimeout, cfg.HeartbeatInterval, cfg.NowFunc, w.log, m)
 	w.hb.dedupe = cfg.Dedupe
@@ -324,15 +306,15 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.hb.run(hbCtx)
 	}()
 
-	var loops []poller
+	var loops []*poller
 	for _, q := range w.cfg.Names.Live {
-		loops = append(loops, poller{queue: q, class: classLive})
+		loops = append(loops, w.newPoller(q, classLive))
 	}
 	if q := w.cfg.Names.Overflow; q != "" {
-		loops = append(loops, poller{queue: q, class: classOverflow, patience: overflowPatience})
+		loops = append(loops, w.newPoller(q, classOverflow))
 	}
 	if q := w.cfg.Names.Backlog; q != "" {
-		loops = append(loops, poller{queue: q, class: classBacklog})
+		loops = append(loops, w.newPoller(q, classBacklog))
 	}
 	w.spawn(pollCtx, jobCtx, loops...)
 
@@ -356,7 +338,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		// ended.
 		jobsDone := make(chan struct{})
 		go func() {
-			w.pollers.Wait()
+			w.loops.running.Wait()
 			w.jobs.Wait()
 			close(jobsDone)
 		}()
