@@ -181,14 +181,23 @@ func (c Config) validate() error {
 	if c.Connections < 1 {
 		bad("connections %d must be at least 1", c.Connections)
 	}
+	if c.MaxRetries < 1 {
+		bad("max retries %d must be at least 1", c.MaxRetries)
+	}
+	c.validateDurations(bad)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// validateDurations calls bad for each duration out of its range.
+func (c Config) validateDurations(bad func(format string, args ...any)) {
 	if c.VisibilityTimeout <= 0 || c.VisibilityTimeout > queue.MaxVisibility {
 		bad("visibility timeout %v is outside (0, %v]", c.VisibilityTimeout, queue.MaxVisibility)
 	}
 	if c.ErrorVisibilityTimeout < 0 || c.ErrorVisibilityTimeout > queue.MaxVisibility {
 		bad("error visibility timeout %v is outside [0, %v]", c.ErrorVisibilityTimeout, queue.MaxVisibility)
-	}
-	if c.MaxRetries < 1 {
-		bad("max retries %d must be at least 1", c.MaxRetries)
 	}
 	if c.InactivityTimeout <= 0 {
 		bad("inactivity timeout %v must be positive", c.InactivityTimeout)
@@ -203,10 +212,6 @@ func (c Config) validate() error {
 		bad("batch window %v, backoff base %v and heartbeat interval %v (below the visibility timeout) must be positive",
 			c.BatchWindow, c.BackoffBase, c.HeartbeatInterval)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	return nil
 }
 
 // errReleasing is the cause with which running jobs are cancelled when the
