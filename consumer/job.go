@@ -50,44 +50,79 @@ func (w *Worker) process(ctx context.Context, queueName string, m queue.Message,
 }
 
 func (j *job) run() {
-	w, d := j.w, j.d
-	now := w.cfg.NowFunc()
-	age := now.Sub(d.msg.EnqueuedAt)
+	now := j.w.cfg.NowFunc()
+	age := now.Sub(j.d.msg.EnqueuedAt)
+	if j.settledEarly(now, age) {
+		return
+	}
+	v, ok := j.admit()
+	if !ok || j.divert(v) {
+		return
+	}
+	if !j.claim() {
+		if v.Done != nil {
+			v.Done()
+		}
+		return
+	}
+	j.dispatch(age, v.Done)
+}
 
+// settledEarly settles the message before the Limiter if it is not to run:
+// delivered too often, received before its NotBefore, or too old. It
+// reports whether it did.
+func (j *job) settledEarly(now time.Time, age time.Duration) bool {
+	w, d := j.w, j.d
 	if n := d.attempts(); n > w.cfg.MaxRetries {
 		// Earlier deliveries ended without an outcome (a crash, a lost
 		// heartbeat): do not start it an extra time.
 		j.deadLetter(fmt.Sprintf("delivered %d times, more than max_retries %d", n, w.cfg.MaxRetries))
-		return
+		return true
 	}
 	if nb := d.meta.NotBeforeTime(); !nb.IsZero() && nb.After(now) {
 		// A Retry-After longer than a queue's delay: not yet.
 		j.postpone(nb, nb.Sub(now))
-		return
+		return true
 	}
-	if !d.task {
-		if drop := w.dropAge(d.msg.Tenant); drop > 0 && age > drop {
-			j.drop("aged")
-			return
-		}
-		if w.cfg.BacklogAge > 0 && age > w.cfg.BacklogAge && d.queue != w.cfg.Names.Backlog && w.cfg.Names.Backlog != "" {
-			j.spill(w.cfg.Names.Backlog, 0, "aged")
-			return
-		}
+	if d.task {
+		return false // periodic tasks bypass the age checks
 	}
-	var v Verdict
-	if w.cfg.Limiter != nil && !d.task {
-		var err error
-		v, err = w.cfg.Limiter.Admit(j.ctx, &d.msg)
-		if err != nil {
-			if j.abandoned() {
-				j.w.hb.remove(j.f)
-				return
-			}
-			w.log.Warn("limiter failed: dispatching", "tenant", d.msg.Tenant, "id", d.msg.ID, "err", err)
-			v = Verdict{}
-		}
+	if drop := w.dropAge(d.msg.Tenant); drop > 0 && age > drop {
+		j.drop("aged")
+		return true
 	}
+	if w.cfg.BacklogAge > 0 && age > w.cfg.BacklogAge && d.queue != w.cfg.Names.Backlog && w.cfg.Names.Backlog != "" {
+		j.spill(w.cfg.Names.Backlog, 0, "aged")
+		return true
+	}
+	return false
+}
+
+// admit asks the Limiter whether the message runs now. It returns false if
+// the worker was killed meanwhile: the message is left as after a crash.
+func (j *job) admit() (Verdict, bool) {
+	w, d := j.w, j.d
+	if w.cfg.Limiter == nil || d.task {
+		return Verdict{}, true
+	}
+	v, err := w.cfg.Limiter.Admit(j.ctx, &d.msg)
+	if err == nil {
+		return v, true
+	}
+	if j.abandoned() {
+		w.hb.remove(j.f)
+		return Verdict{}, false
+	}
+	// The Limiter applies its own fail-open or fail-closed policy: an
+	// error that reaches here dispatches the message.
+	w.log.Warn("limiter failed: dispatching", "tenant", d.msg.Tenant, "id", d.msg.ID, "err", err)
+	return Verdict{}, true
+}
+
+// divert carries out a verdict that does not run the message now, and
+// reports whether it did.
+func (j *job) divert(v Verdict) bool {
+	w, d := j.w, j.d
 	// A spill is never a visibility change, which the queue would count
 	// as a delivery: without a queue to move to, the message is sent to
 	// its own queue again, delayed.
@@ -101,21 +136,14 @@ func (j *job) run() {
 			dest = d.queue
 		}
 		j.spill(dest, v.Delay, v.Reason)
-		return
 	case ToBacklog:
 		j.spill(cmp.Or(w.cfg.Names.Backlog, d.queue), v.Delay, v.Reason)
-		return
 	case Drop:
 		j.drop(v.Reason)
-		return
+	default:
+		return false
 	}
-	if !j.claim() {
-		if v.Done != nil {
-			v.Done()
-		}
-		return
-	}
-	j.dispatch(age, v.Done)
+	return true
 }
 
 // dedupeTimeout bounds a call to the Deduper on a job's path.
