@@ -53,7 +53,7 @@ func newPush(t testing.TB, cfg consumer.PushConfig) *consumer.Push {
 const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 // TestPushHeaders checks every header of the application contract
-// (DESIGN.md §7) on a message that went through a queue.
+// on a message that went through a queue.
 func TestPushHeaders(t *testing.T) {
 	for _, kind := range backends {
 		t.Run(kind, func(t *testing.T) {

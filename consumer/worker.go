@@ -49,8 +49,8 @@ type Backend interface {
 
 var _ Backend = queue.Backend(nil)
 
-// Config configures a Worker. The worker.* keys of DESIGN.md §7 map to the
-// fields of the same names; zero fields take the defaults above.
+// Config configures a Worker. The worker.* keys of the configuration file
+// map to the fields of the same names; zero fields take the defaults above.
 type Config struct {
 	Backend Backend     // required
 	Names   queue.Names // required: at least one live queue; an empty Overflow, Backlog or DLQ name turns that queue off
