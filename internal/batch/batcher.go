@@ -97,7 +97,7 @@ type Batcher[T, R any] struct {
 	ctx     context.Context            // of the flushes; cancelled when Stop gives up
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // flushes in progress
-	slices  sync.Pool      // of *[]T with room for MaxItems, for the batches
+	buffers sync.Pool      // of *buffer with room for MaxItems, for the batches
 }
 
 // keyState is what a Batcher knows of one key.
@@ -109,14 +109,19 @@ type keyState[T, R any] struct {
 
 // group is one batch, from its first item to its results.
 type group[T, R any] struct {
-	items   []T
-	slice   *[]T             // holds items' array in the pool
-	dones   []func(R, error) // per item; nil while no item has a callback
+	buf     *buffer[T, R] // its items, from the pool
 	bytes   int
 	timer   *time.Timer   // armed while the batch waits for its window
 	done    chan struct{} // closed when results or err are set
 	results []R
 	err     error
+}
+
+// buffer holds the items of a batch and their callbacks; the Batcher
+// reuses it once the batch is flushed.
+type buffer[T, R any] struct {
+	items []T
+	dones []func(R, error) // per item, or empty while no item has a callback
 }
 
 // New returns a stopped Batcher.
@@ -210,7 +215,7 @@ func (b *Batcher[T, R]) submit(key string, item T, done func(R, error)) (Ticket[
 		return Ticket[T, R]{}, ErrStopped
 	}
 	ks := b.add(key, item, size, done)
-	t := Ticket[T, R]{g: ks.pending, i: len(ks.pending.items) - 1}
+	t := Ticket[T, R]{g: ks.pending, i: len(ks.pending.buf.items) - 1}
 	b.settle(key, ks)
 	return t, nil
 }
@@ -230,7 +235,7 @@ func (b *Batcher[T, R]) SubmitAll(keys []string, items []T) ([]Ticket[T, R], err
 	tickets := make([]Ticket[T, R], len(items))
 	for i, item := range items {
 		ks := b.add(keys[i], item, b.size(item), nil)
-		tickets[i] = Ticket[T, R]{g: ks.pending, i: len(ks.pending.items) - 1}
+		tickets[i] = Ticket[T, R]{g: ks.pending, i: len(ks.pending.buf.items) - 1}
 		if b.full(ks.pending) {
 			b.launch(keys[i], ks)
 		}
@@ -263,27 +268,29 @@ func (b *Batcher[T, R]) add(key string, item T, size int, done func(R, error)) *
 		b.launch(key, ks)
 	}
 	if ks.pending == nil {
-		items, _ := b.slices.Get().(*[]T)
-		if items == nil {
-			s := make([]T, 0, b.cfg.MaxItems)
-			items = &s
+		buf, _ := b.buffers.Get().(*buffer[T, R])
+		if buf == nil {
+			buf = &buffer[T, R]{items: make([]T, 0, b.cfg.MaxItems)}
 		}
-		ks.pending = &group[T, R]{items: *items, slice: items, done: make(chan struct{})}
+		ks.pending = &group[T, R]{buf: buf, done: make(chan struct{})}
 	}
 	g := ks.pending
-	g.items = append(g.items, item)
+	g.buf.items = append(g.buf.items, item)
 	g.bytes += size
-	if done != nil || g.dones != nil {
-		if g.dones == nil {
-			g.dones = make([]func(R, error), len(g.items)-1, b.cfg.MaxItems)
+	if done != nil || len(g.buf.dones) > 0 {
+		if g.buf.dones == nil {
+			g.buf.dones = make([]func(R, error), 0, b.cfg.MaxItems)
 		}
-		g.dones = append(g.dones, done)
+		for len(g.buf.dones) < len(g.buf.items)-1 {
+			g.buf.dones = append(g.buf.dones, nil) // items without one before it
+		}
+		g.buf.dones = append(g.buf.dones, done)
 	}
 	return ks
 }
 
 func (b *Batcher[T, R]) full(g *group[T, R]) bool {
-	return len(g.items) >= b.cfg.MaxItems || b.cfg.MaxBytes > 0 && g.bytes >= b.cfg.MaxBytes
+	return len(g.buf.items) >= b.cfg.MaxItems || b.cfg.MaxBytes > 0 && g.bytes >= b.cfg.MaxBytes
 }
 
 // settle decides the fate of key's pending batch: flushed now if full; in
@@ -404,21 +411,15 @@ func (b *Batcher[T, R]) returned(key string, ks *keyState[T, R]) {
 }
 
 // flush makes the Flush call of a batch, once MaxFlushes allows, and hands
-// out its results.
+// out its results: to the tickets, then to the callbacks in order.
 func (b *Batcher[T, R]) flush(key string, g *group[T, R]) {
 	if b.sem != nil {
 		b.sem <- struct{}{}
 		defer func() { <-b.sem }()
 	}
-	defer g.deliver()
-	defer func() {
-		if v := recover(); v != nil {
-			g.results, g.err = nil, fmt.Errorf("batch: flush of %q panicked: %v", key, v)
-		}
-	}()
-	results, err := b.cfg.Flush(b.ctx, key, g.items)
-	n := len(g.items)
-	b.recycle(g)
+	defer b.recycle(g)
+	n := len(g.buf.items)
+	results, err := b.call(key, g.buf.items)
 	switch {
 	case err != nil:
 		g.err = err
@@ -427,25 +428,33 @@ func (b *Batcher[T, R]) flush(key string, g *group[T, R]) {
 	default:
 		g.results = results
 	}
-}
-
-// deliver wakes the tickets' waiters, then calls the callbacks in order.
-func (g *group[T, R]) deliver() {
 	close(g.done)
-	for i, done := range g.dones {
+	for i, done := range g.buf.dones {
 		if done != nil {
 			done(g.result(i))
 		}
 	}
 }
 
-// recycle gives a flushed batch's items slice back, cleared so that the
-// pool holds on to none of the items.
+// call is Flush, with a panic turned into the batch's error.
+func (b *Batcher[T, R]) call(key string, items []T) (results []R, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			results, err = nil, fmt.Errorf("batch: flush of %q panicked: %v", key, v)
+		}
+	}()
+	return b.cfg.Flush(b.ctx, key, items)
+}
+
+// recycle gives a flushed batch's buffer back, cleared so that the pool
+// holds on to none of the items and callbacks.
 func (b *Batcher[T, R]) recycle(g *group[T, R]) {
-	clear(g.items)
-	if cap(g.items) == b.cfg.MaxItems {
-		*g.slice = g.items[:0]
-		b.slices.Put(g.slice)
+	buf := g.buf
+	g.buf = nil
+	clear(buf.items)
+	clear(buf.dones)
+	if cap(buf.items) == b.cfg.MaxItems {
+		buf.items, buf.dones = buf.items[:0], buf.dones[:0]
+		b.buffers.Put(buf)
 	}
-	g.items, g.slice = nil, nil
 }
