@@ -103,7 +103,7 @@ func (j *job) settledEarly(now time.Time, age time.Duration) bool {
 func (j *job) admit() (Verdict, bool) {
 	w, d := j.w, j.d
 	if w.cfg.Limiter == nil || d.task {
-		return Verdict{}, true
+		return Verdict{}, true // a periodic task belongs to no tenant: no limits
 	}
 	v, err := w.cfg.Limiter.Admit(j.ctx, &d.msg)
 	if err == nil {
