@@ -18,11 +18,11 @@ const batchParallel = 16
 // visibility, send) in batch calls of up to queue.MaxBatch per queue: a
 // batch.Batcher in Linger mode, since nobody waits for these calls and a
 // batch that waits BatchWindow for company costs fewer calls per message
-// under load. Each entry's done, if not nil, gets the entry's own outcome:
-// the call's error, else the entry's. done runs while its call still
-// counts against batchParallel, so it must not block: no call to Redis (a
-// message's end is only counted there, see backlogDones), and the one call
-// to the queue a move's outcome may make is bounded by ioTimeout.
+// under load. Each entry's done, if not nil, gets the entry's own outcome.
+// done runs while its call still counts against batchParallel, so it must
+// not block: no call to Redis (a message's end is only counted there, see
+// backlogDones), and the one call to the queue a move's outcome may make
+// is bounded by ioTimeout.
 type batcher[T any] struct {
 	b *batch.Batcher[T, error]
 }
@@ -60,22 +60,22 @@ func (b *batcher[T]) start(ctx context.Context) {
 	_ = b.b.Start(ctx) // starts once: the worker does
 }
 
-// add queues one entry. An entry added after close fails at once with
+// add queues one entry. done, if not nil, gets the entry's own error and
+// the call's (see failure); an entry added after close fails at once with
 // batch.ErrStopped.
-func (b *batcher[T]) add(queueName string, v T, done func(error)) {
-	var result func(error, error)
-	if done != nil {
-		result = func(entryErr, callErr error) {
-			if callErr != nil {
-				done(callErr)
-				return
-			}
-			done(entryErr)
-		}
+func (b *batcher[T]) add(queueName string, v T, done func(entryErr, callErr error)) {
+	if err := b.b.SubmitFunc(queueName, v, done); err != nil && done != nil {
+		done(nil, err)
 	}
-	if err := b.b.SubmitFunc(queueName, v, result); err != nil && done != nil {
-		done(err)
+}
+
+// failure is the outcome of one entry of a batch call: the call's error,
+// else the entry's own.
+func failure(entryErr, callErr error) error {
+	if callErr != nil {
+		return callErr
 	}
+	return entryErr
 }
 
 // close flushes what is pending and waits for every call and done.

@@ -283,8 +283,8 @@ func (j *job) end() {
 // succeed deletes the message.
 func (j *job) succeed() {
 	j.w.hb.remove(j.f)
-	j.w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-		if err != nil {
+	j.w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+		if failure(entryErr, callErr) != nil {
 			return // logged by the batch; the message will be delivered again
 		}
 		j.w.metrics.processed.WithLabelValues(outcomeSuccess).Inc()
@@ -296,8 +296,8 @@ func (j *job) succeed() {
 func (j *job) drop(reason string) {
 	j.w.hb.remove(j.f)
 	j.w.log.Info("message dropped", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue, "reason", reason)
-	j.w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-		if err != nil {
+	j.w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+		if failure(entryErr, callErr) != nil {
 			return
 		}
 		j.w.metrics.processed.WithLabelValues(outcomeDropped).Inc()
@@ -310,8 +310,8 @@ func (j *job) drop(reason string) {
 func (j *job) duplicate() {
 	j.w.hb.remove(j.f)
 	j.w.log.Info("duplicate deleted", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue)
-	j.w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-		if err == nil {
+	j.w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+		if failure(entryErr, callErr) == nil {
 			j.w.metrics.processed.WithLabelValues(outcomeDuplicate).Inc()
 		}
 	})
@@ -322,8 +322,8 @@ func (j *job) duplicate() {
 func (j *job) later(d time.Duration, outcome string) {
 	j.w.hb.remove(j.f)
 	d = min(max(d, 0), j.maxVisibility())
-	j.w.changes.add(j.d.queue, queue.VisibilityChange{ReceiptHandle: j.f.handle, Timeout: d}, func(err error) {
-		if err == nil {
+	j.w.changes.add(j.d.queue, queue.VisibilityChange{ReceiptHandle: j.f.handle, Timeout: d}, func(entryErr, callErr error) {
+		if failure(entryErr, callErr) == nil {
 			j.w.metrics.processed.WithLabelValues(outcome).Inc()
 		}
 	})
@@ -392,8 +392,8 @@ func (j *job) deadLetter(why string) {
 	}
 	if w.cfg.Names.DLQ == "" {
 		w.hb.remove(j.f)
-		w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-			if err == nil {
+		w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+			if failure(entryErr, callErr) == nil {
 				ended()
 			}
 		})
@@ -421,7 +421,8 @@ func (j *job) move(dest string, delay time.Duration, attempts int, lastErr strin
 	w := j.w
 	w.hb.remove(j.f)
 	e := queue.Entry{Body: j.d.raw.Body, Attributes: j.d.moved(attempts, lastErr, notBefore), Delay: delay}
-	w.sends.add(dest, e, func(err error) {
+	w.sends.add(dest, e, func(entryErr, callErr error) {
+		err := failure(entryErr, callErr)
 		if errors.Is(err, queue.ErrTooLarge) && (lastErr != "" || !notBefore.IsZero()) {
 			// What this move added to fairq-meta made it too large: send
 			// it without, here (at shutdown the batcher runs this
@@ -442,8 +443,8 @@ func (j *job) move(dest string, delay time.Duration, attempts int, lastErr strin
 		if sent != nil {
 			sent()
 		}
-		w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-			if err == nil && then != nil {
+		w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+			if failure(entryErr, callErr) == nil && then != nil {
 				then()
 			}
 		})

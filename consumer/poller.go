@@ -454,8 +454,8 @@ func (w *Worker) receive(q string, opts queue.ReceiveOptions) ([]queue.Message, 
 // worker is stopping and will not start them.
 func (w *Worker) giveBack(q string, msgs []queue.Message) {
 	for _, m := range msgs {
-		w.changes.add(q, queue.VisibilityChange{ReceiptHandle: m.ReceiptHandle}, func(err error) {
-			if err == nil {
+		w.changes.add(q, queue.VisibilityChange{ReceiptHandle: m.ReceiptHandle}, func(entryErr, callErr error) {
+			if failure(entryErr, callErr) == nil {
 				w.metrics.processed.WithLabelValues(outcomeReleased).Inc()
 			}
 		})
