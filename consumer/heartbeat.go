@@ -40,7 +40,10 @@ type inflight struct {
 // A failed extension is retried at the next beat while the message is
 // still invisible; one that fails because the receipt handle is no longer
 // valid (the visibility already ran out) is not retried. The job is never
-// cancelled for it: see the package documentation.
+// cancelled for it: once its visibility has run out the message is
+// delivered again whatever this worker does, and cancelling would throw
+// away work that may be nearly done; the price is a possible duplicate,
+// which a standard queue's handlers must tolerate anyway.
 //
 // Each call is bounded by callTimeout (the interval, at most 10 s), so
 // that a queue that does not answer holds up neither the beats nor the
@@ -86,7 +89,7 @@ func (h *heartbeat) add(f *inflight) {
 }
 
 // dispatched records that f's job started and ends at deadline: the
-// heartbeat does not extend f past it (DESIGN.md §6: the watchdog stops at
+// heartbeat does not extend f past it (the watchdog stops at
 // inactivity_timeout), so that a handler that does not return at its
 // deadline does not hold the message for ever.
 func (h *heartbeat) dispatched(f *inflight, deadline time.Time) {
@@ -117,17 +120,6 @@ func (h *heartbeat) remove(f *inflight) {
 	if wait != nil {
 		<-wait
 	}
-}
-
-// held returns the messages being watched.
-func (h *heartbeat) held() []*inflight {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]*inflight, 0, len(h.set))
-	for f := range h.set {
-		out = append(out, f)
-	}
-	return out
 }
 
 // run beats every interval until ctx ends.

@@ -42,37 +42,9 @@ func testIdentityAcrossMoves(t *testing.T, kind string) {
 	// The limiter spills each message once, to overflow, then to the
 	// backlog; the handler asks the fairq message to come back later,
 	// then fails it for good (one retry: the dead-letter queue).
-	var mu sync.Mutex
-	verdicts := map[string]int{}
-	limiter := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		verdicts[m.ID]++
-		switch verdicts[m.ID] {
-		case 1:
-			return consumer.Verdict{Action: consumer.Spill, Reason: "rate"}, nil
-		case 2:
-			return consumer.Verdict{Action: consumer.ToBacklog, Reason: "aged"}, nil
-		}
-		return consumer.Verdict{}, nil
-	})
+	limiter := spillTwice()
 	seen := make(chan seenMessage, 100)
-	deliveries := 0
-	h := consumer.HandlerFunc(func(_ context.Context, m *consumer.Message) error {
-		seen <- seenMessage{m.ID, m.Queue, m.IdempotencyKey, m.FirstReceivedAt, m.ReceiveCount}
-		if m.ID != meta.ID {
-			return nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch deliveries++; deliveries {
-		case 1:
-			return &consumer.RetryAfterError{After: time.Second}
-		case 2:
-			return errBoom
-		}
-		return nil
-	})
+	h := retryThenFail(meta.ID, seen)
 	w := start(t, consumer.Config{Backend: b, Names: names, Handler: h, Limiter: limiter, MaxRetries: 1})
 	var fairq []seenMessage
 	for foreignSeen := false; len(fairq) < 2 || !foreignSeen; {
@@ -111,4 +83,45 @@ func testIdentityAcrossMoves(t *testing.T, kind string) {
 	if fairq[0].queue != names.Backlog || fairq[1].queue != names.Backlog {
 		t.Errorf("first deliveries from %s and %s, want both from the backlog queue", fairq[0].queue, fairq[1].queue)
 	}
+}
+
+// spillTwice is a limiter that spills each message to overflow, then to
+// the backlog, then lets it run.
+func spillTwice() limiterFunc {
+	var mu sync.Mutex
+	verdicts := map[string]int{}
+	return limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		verdicts[m.ID]++
+		switch verdicts[m.ID] {
+		case 1:
+			return consumer.Verdict{Action: consumer.Spill, Reason: "rate"}, nil
+		case 2:
+			return consumer.Verdict{Action: consumer.ToBacklog, Reason: "aged"}, nil
+		}
+		return consumer.Verdict{}, nil
+	})
+}
+
+// retryThenFail is a handler that tells seen of every delivery and asks
+// message id to come back later, then fails it, then succeeds.
+func retryThenFail(id string, seen chan<- seenMessage) consumer.Handler {
+	var mu sync.Mutex
+	deliveries := 0
+	return consumer.HandlerFunc(func(_ context.Context, m *consumer.Message) error {
+		seen <- seenMessage{m.ID, m.Queue, m.IdempotencyKey, m.FirstReceivedAt, m.ReceiveCount}
+		if m.ID != id {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch deliveries++; deliveries {
+		case 1:
+			return &consumer.RetryAfterError{After: time.Second}
+		case 2:
+			return errBoom
+		}
+		return nil
+	})
 }

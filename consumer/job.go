@@ -50,44 +50,79 @@ func (w *Worker) process(ctx context.Context, queueName string, m queue.Message,
 }
 
 func (j *job) run() {
-	w, d := j.w, j.d
-	now := w.cfg.NowFunc()
-	age := now.Sub(d.msg.EnqueuedAt)
+	now := j.w.cfg.NowFunc()
+	age := now.Sub(j.d.msg.EnqueuedAt)
+	if j.settledEarly(now, age) {
+		return
+	}
+	v, ok := j.admit()
+	if !ok || j.divert(v) {
+		return
+	}
+	if !j.claim() {
+		if v.Done != nil {
+			v.Done()
+		}
+		return
+	}
+	j.dispatch(age, v.Done)
+}
 
+// settledEarly settles the message before the Limiter if it is not to run:
+// delivered too often, received before its NotBefore, or too old. It
+// reports whether it did.
+func (j *job) settledEarly(now time.Time, age time.Duration) bool {
+	w, d := j.w, j.d
 	if n := d.attempts(); n > w.cfg.MaxRetries {
 		// Earlier deliveries ended without an outcome (a crash, a lost
 		// heartbeat): do not start it an extra time.
 		j.deadLetter(fmt.Sprintf("delivered %d times, more than max_retries %d", n, w.cfg.MaxRetries))
-		return
+		return true
 	}
 	if nb := d.meta.NotBeforeTime(); !nb.IsZero() && nb.After(now) {
 		// A Retry-After longer than a queue's delay: not yet.
 		j.postpone(nb, nb.Sub(now))
-		return
+		return true
 	}
-	if !d.task {
-		if drop := w.dropAge(d.msg.Tenant); drop > 0 && age > drop {
-			j.drop("aged")
-			return
-		}
-		if w.cfg.BacklogAge > 0 && age > w.cfg.BacklogAge && d.queue != w.cfg.Names.Backlog && w.cfg.Names.Backlog != "" {
-			j.spill(w.cfg.Names.Backlog, 0, "aged")
-			return
-		}
+	if d.task {
+		return false // periodic tasks bypass the age checks
 	}
-	var v Verdict
-	if w.cfg.Limiter != nil && !d.task {
-		var err error
-		v, err = w.cfg.Limiter.Admit(j.ctx, &d.msg)
-		if err != nil {
-			if j.abandoned() {
-				j.w.hb.remove(j.f)
-				return
-			}
-			w.log.Warn("limiter failed: dispatching", "tenant", d.msg.Tenant, "id", d.msg.ID, "err", err)
-			v = Verdict{}
-		}
+	if drop := w.dropAge(d.msg.Tenant); drop > 0 && age > drop {
+		j.drop("aged")
+		return true
 	}
+	if w.cfg.BacklogAge > 0 && age > w.cfg.BacklogAge && d.queue != w.cfg.Names.Backlog && w.cfg.Names.Backlog != "" {
+		j.spill(w.cfg.Names.Backlog, 0, "aged")
+		return true
+	}
+	return false
+}
+
+// admit asks the Limiter whether the message runs now. It returns false if
+// the worker was killed meanwhile: the message is left as after a crash.
+func (j *job) admit() (Verdict, bool) {
+	w, d := j.w, j.d
+	if w.cfg.Limiter == nil || d.task {
+		return Verdict{}, true // a periodic task belongs to no tenant: no limits
+	}
+	v, err := w.cfg.Limiter.Admit(j.ctx, &d.msg)
+	if err == nil {
+		return v, true
+	}
+	if j.abandoned() {
+		w.hb.remove(j.f)
+		return Verdict{}, false
+	}
+	// The Limiter applies its own fail-open or fail-closed policy: an
+	// error that reaches here dispatches the message.
+	w.log.Warn("limiter failed: dispatching", "tenant", d.msg.Tenant, "id", d.msg.ID, "err", err)
+	return Verdict{}, true
+}
+
+// divert carries out a verdict that does not run the message now, and
+// reports whether it did.
+func (j *job) divert(v Verdict) bool {
+	w, d := j.w, j.d
 	// A spill is never a visibility change, which the queue would count
 	// as a delivery: without a queue to move to, the message is sent to
 	// its own queue again, delayed.
@@ -101,21 +136,14 @@ func (j *job) run() {
 			dest = d.queue
 		}
 		j.spill(dest, v.Delay, v.Reason)
-		return
 	case ToBacklog:
 		j.spill(cmp.Or(w.cfg.Names.Backlog, d.queue), v.Delay, v.Reason)
-		return
 	case Drop:
 		j.drop(v.Reason)
-		return
+	default:
+		return false
 	}
-	if !j.claim() {
-		if v.Done != nil {
-			v.Done()
-		}
-		return
-	}
-	j.dispatch(age, v.Done)
+	return true
 }
 
 // dedupeTimeout bounds a call to the Deduper on a job's path.
@@ -255,8 +283,8 @@ func (j *job) end() {
 // succeed deletes the message.
 func (j *job) succeed() {
 	j.w.hb.remove(j.f)
-	j.w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-		if err != nil {
+	j.w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+		if failure(entryErr, callErr) != nil {
 			return // logged by the batch; the message will be delivered again
 		}
 		j.w.metrics.processed.WithLabelValues(outcomeSuccess).Inc()
@@ -268,8 +296,8 @@ func (j *job) succeed() {
 func (j *job) drop(reason string) {
 	j.w.hb.remove(j.f)
 	j.w.log.Info("message dropped", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue, "reason", reason)
-	j.w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-		if err != nil {
+	j.w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+		if failure(entryErr, callErr) != nil {
 			return
 		}
 		j.w.metrics.processed.WithLabelValues(outcomeDropped).Inc()
@@ -282,8 +310,8 @@ func (j *job) drop(reason string) {
 func (j *job) duplicate() {
 	j.w.hb.remove(j.f)
 	j.w.log.Info("duplicate deleted", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue)
-	j.w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-		if err == nil {
+	j.w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+		if failure(entryErr, callErr) == nil {
 			j.w.metrics.processed.WithLabelValues(outcomeDuplicate).Inc()
 		}
 	})
@@ -294,8 +322,8 @@ func (j *job) duplicate() {
 func (j *job) later(d time.Duration, outcome string) {
 	j.w.hb.remove(j.f)
 	d = min(max(d, 0), j.maxVisibility())
-	j.w.changes.add(j.d.queue, queue.VisibilityChange{ReceiptHandle: j.f.handle, Timeout: d}, func(err error) {
-		if err == nil {
+	j.w.changes.add(j.d.queue, queue.VisibilityChange{ReceiptHandle: j.f.handle, Timeout: d}, func(entryErr, callErr error) {
+		if failure(entryErr, callErr) == nil {
 			j.w.metrics.processed.WithLabelValues(outcome).Inc()
 		}
 	})
@@ -364,8 +392,8 @@ func (j *job) deadLetter(why string) {
 	}
 	if w.cfg.Names.DLQ == "" {
 		w.hb.remove(j.f)
-		w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-			if err == nil {
+		w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+			if failure(entryErr, callErr) == nil {
 				ended()
 			}
 		})
@@ -393,12 +421,13 @@ func (j *job) move(dest string, delay time.Duration, attempts int, lastErr strin
 	w := j.w
 	w.hb.remove(j.f)
 	e := queue.Entry{Body: j.d.raw.Body, Attributes: j.d.moved(attempts, lastErr, notBefore), Delay: delay}
-	w.sends.add(dest, e, func(err error) {
+	w.sends.add(dest, e, func(entryErr, callErr error) {
+		err := failure(entryErr, callErr)
 		if errors.Is(err, queue.ErrTooLarge) && (lastErr != "" || !notBefore.IsZero()) {
 			// What this move added to fairq-meta made it too large: send
-			// it without, here (the batcher does not take entries from
-			// its own calls). Without its NotBefore, a message comes
-			// back after the delay and runs early.
+			// it without, here (at shutdown the batcher runs this
+			// while it takes no more entries). Without its NotBefore, a
+			// message comes back after the delay and runs early.
 			e.Attributes = j.d.moved(attempts, "", time.Time{})
 			ctx, cancel := j.ioContext()
 			errs, serr := w.sendBatch(ctx, dest, []queue.Entry{e})
@@ -414,8 +443,8 @@ func (j *job) move(dest string, delay time.Duration, attempts int, lastErr strin
 		if sent != nil {
 			sent()
 		}
-		w.deletes.add(j.d.queue, j.f.handle, func(err error) {
-			if err == nil && then != nil {
+		w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
+			if failure(entryErr, callErr) == nil && then != nil {
 				then()
 			}
 		})

@@ -75,7 +75,7 @@ func (c PushConfig) validate() (*url.URL, error) {
 }
 
 // Push is the Handler of `fairq worker`: it POSTs each message to the
-// application with the headers of aws-sqsd (DESIGN.md §7), so that an
+// application with the headers of aws-sqsd (see Header), so that an
 // application written for an Elastic Beanstalk worker environment runs
 // unchanged behind fairq.
 //
@@ -221,7 +221,7 @@ func (p *Push) request(ctx context.Context, m *Message) (*http.Request, error) {
 	return req, nil
 }
 
-// Header names of the push (DESIGN.md §7), with aws-sqsd's spelling.
+// Header names of the push, with aws-sqsd's spelling.
 const (
 	HeaderMsgid           = "X-Aws-Sqsd-Msgid"
 	HeaderQueue           = "X-Aws-Sqsd-Queue"

@@ -116,88 +116,117 @@ type RedriveResult struct {
 // backlog queue, like any old message.
 func Redrive(ctx context.Context, cfg RedriveConfig) (RedriveResult, error) {
 	cfg = cfg.withDefaults()
-	res := RedriveResult{ByTenant: map[string]int{}}
+	r := &redrive{cfg: cfg, res: RedriveResult{ByTenant: map[string]int{}}}
 	if err := cfg.validate(); err != nil {
-		return res, err
+		return r.res, err
 	}
-	var held []string // receipt handles to make visible again
 	defer func() {
-		release(context.WithoutCancel(ctx), cfg, held)
+		release(context.WithoutCancel(ctx), cfg, r.held)
 	}()
-	for cfg.Max == 0 || res.Moved < cfg.Max {
+	for cfg.Max == 0 || r.res.Moved < cfg.Max {
 		want := queue.MaxBatch
 		if cfg.Max > 0 {
-			want = min(want, cfg.Max-res.Moved)
+			want = min(want, cfg.Max-r.res.Moved)
 		}
 		msgs, err := cfg.Backend.Receive(ctx, cfg.Names.DLQ, queue.ReceiveOptions{Max: want, Wait: redriveWait, Visibility: cfg.Hold})
 		if err != nil {
-			return res, fmt.Errorf("redrive: receive from %s: %w", cfg.Names.DLQ, err)
+			return r.res, fmt.Errorf("redrive: receive from %s: %w", cfg.Names.DLQ, err)
 		}
 		if len(msgs) == 0 {
 			break
 		}
-		byQueue := map[int][]pending{}
-		for _, m := range msgs {
-			tenant := m.Attributes[envelope.AttrTenant]
-			if cfg.Tenant != "" && tenant != cfg.Tenant {
-				res.Skipped++
-				held = append(held, m.ReceiptHandle)
-				continue
-			}
-			q := cfg.Picker.Pick(tenant)
-			if q < 0 || q >= len(cfg.Names.Live) {
-				return res, fmt.Errorf("redrive: picker chose queue %d of %d", q, len(cfg.Names.Live))
-			}
-			byQueue[q] = append(byQueue[q], pending{m, tenant, q})
+		byQueue, err := r.pick(msgs)
+		if err != nil {
+			return r.res, err
 		}
 		for q, ps := range byQueue {
-			entries := make([]queue.Entry, len(ps))
-			for i, p := range ps {
-				entries[i] = queue.Entry{ID: entryIDs[i], Body: p.m.Body, Attributes: resetAttempts(p.m)}
-			}
-			dest := cfg.Names.Live[q]
-			// A send cut short might have reached the queue all the
-			// same, and its dead letters, left where they are, would be
-			// redriven twice: a batch once received is carried through,
-			// and ctx is checked between batches.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchCallTimeout)
-			results, err := cfg.Backend.Send(sctx, dest, entries)
-			cancel()
-			var sent []pending
-			for i, p := range ps {
-				serr := err
-				if serr == nil && i < len(results) {
-					serr = results[i].Err
-				}
-				if serr != nil {
-					res.Failed++
-					held = append(held, p.m.ReceiptHandle)
-					if s, ok := cfg.Picker.(interface{ Sent(q, n int) }); ok {
-						s.Sent(p.q, -1)
-					}
-					cfg.Logger.Warn("redrive: send failed", "id", p.m.ID, "tenant", p.tenant, "queue", dest, "err", serr)
-					continue
-				}
-				sent = append(sent, p)
-			}
-			if len(sent) == 0 {
-				continue
-			}
-			handles := make([]string, len(sent))
-			added := map[string]int64{}
-			for i, p := range sent {
-				handles[i] = p.m.ReceiptHandle
-				res.Moved++
-				res.ByTenant[p.tenant]++
-				added[p.tenant]++
-			}
-			// Once the copies are sent, the dead letters must go, whatever
-			// becomes of ctx (a closed HTTP request, a SIGINT): left in the
-			// dead-letter queue they would be redriven again.
-			finish(context.WithoutCancel(ctx), cfg, sent, handles, added)
+			r.sendBack(ctx, q, ps)
 		}
 	}
-	return res, nil
+	return r.res, nil
+}
+
+// redrive is one Redrive under way.
+type redrive struct {
+	cfg  RedriveConfig
+	res  RedriveResult
+	held []string // receipt handles to make visible again
+}
+
+// pick chooses the live queue of each dead letter of the tenant redriven
+// and holds the others.
+func (r *redrive) pick(msgs []queue.Message) (map[int][]pending, error) {
+	byQueue := map[int][]pending{}
+	for _, m := range msgs {
+		tenant := m.Attributes[envelope.AttrTenant]
+		if r.cfg.Tenant != "" && tenant != r.cfg.Tenant {
+			r.res.Skipped++
+			r.held = append(r.held, m.ReceiptHandle)
+			continue
+		}
+		q := r.cfg.Picker.Pick(tenant)
+		if q < 0 || q >= len(r.cfg.Names.Live) {
+			return nil, fmt.Errorf("redrive: picker chose queue %d of %d", q, len(r.cfg.Names.Live))
+		}
+		byQueue[q] = append(byQueue[q], pending{m, tenant, q})
+	}
+	return byQueue, nil
+}
+
+// sendBack sends the dead letters ps to live queue q, then deletes those
+// sent from the dead-letter queue.
+func (r *redrive) sendBack(ctx context.Context, q int, ps []pending) {
+	cfg := r.cfg
+	entries := make([]queue.Entry, len(ps))
+	for i, p := range ps {
+		entries[i] = queue.Entry{ID: queue.EntryID(i), Body: p.m.Body, Attributes: resetAttempts(p.m)}
+	}
+	dest := cfg.Names.Live[q]
+	// A send cut short might have reached the queue all the same, and its
+	// dead letters, left where they are, would be redriven twice: a batch
+	// once received is carried through, and ctx is checked between
+	// batches.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchCallTimeout)
+	results, err := cfg.Backend.Send(sctx, dest, entries)
+	cancel()
+	var sent []pending
+	for i, p := range ps {
+		serr := err
+		if serr == nil && i < len(results) {
+			serr = results[i].Err
+		}
+		if serr != nil {
+			r.failed(p, dest, serr)
+			continue
+		}
+		sent = append(sent, p)
+	}
+	if len(sent) == 0 {
+		return
+	}
+	handles := make([]string, len(sent))
+	added := map[string]int64{}
+	for i, p := range sent {
+		handles[i] = p.m.ReceiptHandle
+		r.res.Moved++
+		r.res.ByTenant[p.tenant]++
+		added[p.tenant]++
+	}
+	// Once the copies are sent, the dead letters must go, whatever becomes
+	// of ctx (a closed HTTP request, a SIGINT): left in the dead-letter
+	// queue they would be redriven again.
+	finish(context.WithoutCancel(ctx), cfg, sent, handles, added)
+}
+
+// failed counts a dead letter that could not be sent back to dest, holds
+// it, and gives its pick back.
+func (r *redrive) failed(p pending, dest string, err error) {
+	r.res.Failed++
+	r.held = append(r.held, p.m.ReceiptHandle)
+	if s, ok := r.cfg.Picker.(interface{ Sent(q, n int) }); ok {
+		s.Sent(p.q, -1)
+	}
+	r.cfg.Logger.Warn("redrive: send failed", "id", p.m.ID, "tenant", p.tenant, "queue", dest, "err", err)
 }
 
 // finish deletes from the dead-letter queue the messages sent back (their

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,8 +49,8 @@ type Backend interface {
 
 var _ Backend = queue.Backend(nil)
 
-// Config configures a Worker. The worker.* keys of DESIGN.md §7 map to the
-// fields of the same names; zero fields take the defaults above.
+// Config configures a Worker. The worker.* keys of the configuration file
+// map to the fields of the same names; zero fields take the defaults above.
 type Config struct {
 	Backend Backend     // required
 	Names   queue.Names // required: at least one live queue; an empty Overflow, Backlog or DLQ name turns that queue off
@@ -183,14 +181,23 @@ func (c Config) validate() error {
 	if c.Connections < 1 {
 		bad("connections %d must be at least 1", c.Connections)
 	}
+	if c.MaxRetries < 1 {
+		bad("max retries %d must be at least 1", c.MaxRetries)
+	}
+	c.validateDurations(bad)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// validateDurations calls bad for each duration out of its range.
+func (c Config) validateDurations(bad func(format string, args ...any)) {
 	if c.VisibilityTimeout <= 0 || c.VisibilityTimeout > queue.MaxVisibility {
 		bad("visibility timeout %v is outside (0, %v]", c.VisibilityTimeout, queue.MaxVisibility)
 	}
 	if c.ErrorVisibilityTimeout < 0 || c.ErrorVisibilityTimeout > queue.MaxVisibility {
 		bad("error visibility timeout %v is outside [0, %v]", c.ErrorVisibilityTimeout, queue.MaxVisibility)
-	}
-	if c.MaxRetries < 1 {
-		bad("max retries %d must be at least 1", c.MaxRetries)
 	}
 	if c.InactivityTimeout <= 0 {
 		bad("inactivity timeout %v must be positive", c.InactivityTimeout)
@@ -205,10 +212,6 @@ func (c Config) validate() error {
 		bad("batch window %v, backoff base %v and heartbeat interval %v (below the visibility timeout) must be positive",
 			c.BatchWindow, c.BackoffBase, c.HeartbeatInterval)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	return nil
 }
 
 // errReleasing is the cause with which running jobs are cancelled when the
@@ -218,28 +221,15 @@ var errReleasing = errors.New("worker stopping: grace period over")
 // Worker is the consumer daemon: it receives messages from the live,
 // overflow and backlog queues while it has free slots, applies the age
 // checks and the Limiter, runs the Handler under a heartbeat, and applies
-// the outcome (DESIGN.md §6). See the package documentation.
+// the outcome. See the package documentation.
 type Worker struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
 
-	slots     *slots
-	hb        *heartbeat
-	live      *liveState
-	batchNeed int   // slots a poller in batch mode waits for
-	maxExtra  int32 // extra pollers allowed, all queues together
-	extras    atomic.Int32
-	// contenders counts the receive loops competing for slots (not the
-	// backlog loop while the live queues are not caught up).
-	contenders atomic.Int64
-	// batchLoops counts the receive loops in batch mode: queues that
-	// had messages at their latest receive.
-	batchLoops atomic.Int64
-	// watching counts the slots held by loops long-polling an empty
-	// queue, up to maxWatching while some loop is in batch mode.
-	watching    atomic.Int64
-	maxWatching int64
+	slots *slots
+	hb    *heartbeat
+	loops *pollers
 
 	deletes *batcher[string]
 	changes *batcher[queue.VisibilityChange]
@@ -255,8 +245,7 @@ type Worker struct {
 	stopCh chan context.Context // size 1: the grace of the first Stop
 	done   chan struct{}        // closed when everything has ended
 
-	pollers sync.WaitGroup
-	jobs    sync.WaitGroup
+	jobs sync.WaitGroup
 }
 
 // New returns a Worker, or an error wrapping ErrInvalidConfig.
@@ -270,16 +259,13 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("consumer metrics: %w", err)
 	}
 	w := &Worker{
-		cfg:         cfg,
-		log:         cfg.Logger,
-		metrics:     m,
-		slots:       newSlots(cfg.Connections),
-		live:        newLiveState(len(cfg.Names.Live)),
-		batchNeed:   min(queue.MaxBatch, max(1, (cfg.Connections+9)/10)),
-		maxExtra:    int32(max(1, cfg.Connections/queue.MaxBatch)),
-		maxWatching: int64(max(1, cfg.Connections/4)),
-		stopCh:      make(chan context.Context, 1),
-		done:        make(chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		metrics: m,
+		slots:   newSlots(cfg.Connections),
+		loops:   newPollers(cfg),
+		stopCh:  make(chan context.Context, 1),
+		done:    make(chan struct{}),
 	}
 	w.hb = newHeartbeat(cfg.Backend, cfg.VisibilityTimeout, cfg.HeartbeatInterval, cfg.NowFunc, w.log, m)
 	w.hb.dedupe = cfg.Dedupe
@@ -325,15 +311,15 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.hb.run(hbCtx)
 	}()
 
-	var loops []poller
+	var loops []*poller
 	for _, q := range w.cfg.Names.Live {
-		loops = append(loops, poller{queue: q, class: classLive})
+		loops = append(loops, w.newPoller(q, classLive))
 	}
 	if q := w.cfg.Names.Overflow; q != "" {
-		loops = append(loops, poller{queue: q, class: classOverflow, patience: overflowPatience})
+		loops = append(loops, w.newPoller(q, classOverflow))
 	}
 	if q := w.cfg.Names.Backlog; q != "" {
-		loops = append(loops, poller{queue: q, class: classBacklog})
+		loops = append(loops, w.newPoller(q, classBacklog))
 	}
 	w.spawn(pollCtx, jobCtx, loops...)
 
@@ -357,7 +343,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		// ended.
 		jobsDone := make(chan struct{})
 		go func() {
-			w.pollers.Wait()
+			w.loops.running.Wait()
 			w.jobs.Wait()
 			close(jobsDone)
 		}()
@@ -438,18 +424,10 @@ func (w *Worker) changeBatch(ctx context.Context, q string, changes []queue.Visi
 	return errs, err
 }
 
-// entryIDs are the batch entry ids of sends: the index in the batch.
-var entryIDs = func() (ids [queue.MaxBatch]string) {
-	for i := range ids {
-		ids[i] = strconv.Itoa(i)
-	}
-	return ids
-}()
-
 // sendBatch is the call of the moves batcher.
 func (w *Worker) sendBatch(ctx context.Context, q string, entries []queue.Entry) ([]error, error) {
 	for i := range entries {
-		entries[i].ID = entryIDs[i]
+		entries[i].ID = queue.EntryID(i)
 	}
 	results, err := w.cfg.Backend.Send(ctx, q, entries)
 	var errs []error

@@ -10,11 +10,12 @@
 // one-entry case of enqueue (enqueue.go), which takes entries through
 // prepare (attributes, size, the message id), idempotency (package
 // idempotency, idempotency.go), admission (admit: the ingest bucket,
-// shrinking with the backlog), submit (the shard pick, then the Batcher)
+// shrinking with the backlog), submit (the shard pick, then the batcher of
+// internal/batch)
 // and await. Before any of it, precheck and the body budget (body.go)
 // refuse what would be refused anyway, without reading the body.
 //
-// The Batcher groups sends the way a database groups commits: a message
+// The batcher groups sends the way a database groups commits: a message
 // whose queue has no call under way goes at once, messages that arrive
 // while one is under way gather for the next. flush (sender.go) states the
 // one retry policy: the backend retries a call, flush retries entries a

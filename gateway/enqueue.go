@@ -12,6 +12,7 @@ import (
 
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/idempotency"
+	"github.com/fairq/fairq/internal/batch"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
 )
@@ -455,7 +456,7 @@ func backlogWait(excess int64, rate float64) time.Duration {
 type pendingSend struct {
 	q    int
 	name string
-	tk   Ticket[sendItem, sendResult]
+	tk   batch.Ticket[sendItem, sendResult]
 	err  error // not submitted
 }
 
@@ -480,7 +481,7 @@ func (s *Server) submit(t tenant.Tenant, item sendItem) pendingSend {
 }
 
 // submitAll picks a queue for each message and hands them all to the
-// batcher at once (Batcher.SubmitAll), so that those bound for the same
+// batcher at once (SubmitAll), so that those bound for the same
 // queue share a call.
 func (s *Server) submitAll(t tenant.Tenant, items []sendItem) []pendingSend {
 	ps := make([]pendingSend, len(items))
@@ -539,7 +540,7 @@ func (s *Server) await(t tenant.Tenant, item sendItem, p pendingSend) (a accepte
 	err = p.err
 	if err == nil {
 		var res sendResult
-		res, err = p.tk.result()
+		res, err = p.tk.Wait(context.Background()) // however long the send takes: SendTimeout bounds it
 		if err == nil {
 			err, uncertain = res.err, res.uncertain
 		}

@@ -92,8 +92,8 @@ func (p signalPicker) Pick(tenant string) int {
 }
 
 // TestStopFlushesPending: a message in the batcher when the gateway stops
-// is sent, and its client answered 202. (TestBatcherStopFlushesPending
-// holds one behind a call under way.)
+// is sent, and its client answered 202. (internal/batch's
+// TestBatcherStopFlushesPending holds one behind a call under way.)
 func TestStopFlushesPending(t *testing.T) {
 	t.Parallel()
 	picker := signalPicker{gatewaytest.NewRoundRobin(4), make(chan struct{}, 1)}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/internal/clock"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -39,16 +40,7 @@ const (
 	sendBackoffCap  = time.Second
 )
 
-// entryIDs are the batch entry ids, by position.
-var entryIDs = func() [queue.MaxBatch]string {
-	var ids [queue.MaxBatch]string
-	for i := range ids {
-		ids[i] = strconv.Itoa(i)
-	}
-	return ids
-}()
-
-// flush sends one batch to a queue: the Batcher's Flush. One retry policy
+// flush sends one batch to a queue: the send batcher's Flush. One retry policy
 // holds, stated here once: a call is retried by the backend (the AWS SDK's
 // standard retryer for SQS: up to 3 attempts with backoff), never again
 // here; entries that a call answered as failed by a fault of the service
@@ -75,7 +67,7 @@ func (s *Server) flush(ctx context.Context, name string, items []sendItem) ([]se
 		entries = entries[:0]
 		for _, i := range todo {
 			it := &items[i]
-			entries = append(entries, queue.Entry{ID: entryIDs[i], Body: it.body, Attributes: it.attrs, Delay: it.delay})
+			entries = append(entries, queue.Entry{ID: queue.EntryID(i), Body: it.body, Attributes: it.attrs, Delay: it.delay})
 		}
 		res, err := s.cfg.Backend.Send(ctx, name, entries)
 		if err != nil {
@@ -116,7 +108,7 @@ func (s *Server) flush(ctx context.Context, name string, items []sendItem) ([]se
 		if len(again) == 0 {
 			break
 		}
-		if !sleep(ctx, backoff(attempt)) {
+		if clock.Sleep(ctx, backoff(attempt)) != nil {
 			for _, i := range again {
 				results[i].err = sendError(fmt.Errorf("within the send timeout of %v, after %d attempts: %w", s.cfg.SendTimeout, attempt, lastErr))
 			}
@@ -203,16 +195,4 @@ func sendError(err error) error {
 func backoff(attempt int) time.Duration {
 	ceil := min(sendBackoffBase<<(attempt-1), sendBackoffCap)
 	return time.Duration(rand.Int64N(int64(ceil))) + time.Millisecond
-}
-
-// sleep waits d or until ctx ends; false if ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

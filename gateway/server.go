@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/idempotency"
+	"github.com/fairq/fairq/internal/batch"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -152,6 +153,7 @@ const idemLeaseMargin = 2 * time.Second
 
 // Config defaults.
 const (
+	BatchWindowDefault     = 2 * time.Millisecond
 	BatchBytesDefault      = 256 << 10
 	SendTimeoutDefault     = 3 * time.Second
 	ReadyCacheDefault      = time.Second
@@ -231,7 +233,7 @@ type Server struct {
 	m       *metrics
 	ids     *requestIDs
 	router  chi.Router
-	batcher *Batcher[sendItem, sendResult]
+	batcher *batch.Batcher[sendItem, sendResult]
 	// longest is the longest live queue name, for sizing fairq-meta before
 	// the queue is picked.
 	longest   string
@@ -270,7 +272,7 @@ func New(cfg Config) (*Server, error) {
 			s.longest = n
 		}
 	}
-	s.batcher, err = NewBatcher(BatcherConfig[sendItem, sendResult]{
+	s.batcher, err = batch.New(batch.Config[sendItem, sendResult]{
 		Flush:    s.flush,
 		MaxItems: queue.MaxBatch,
 		MaxBytes: cfg.BatchBytes,

@@ -1,4 +1,4 @@
-package gateway_test
+package batch_test
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/internal/batch"
 )
 
 // recorder is a Flush that records its batches and answers each item
@@ -50,9 +51,9 @@ func (r *recorder) flushTimes() []time.Duration {
 	return slices.Sorted(slices.Values(r.at))
 }
 
-func newBatcher(t *testing.T, cfg gateway.BatcherConfig[int, string]) *gateway.Batcher[int, string] {
+func newBatcher(t *testing.T, cfg batch.Config[int, string]) *batch.Batcher[int, string] {
 	t.Helper()
-	b, err := gateway.NewBatcher(cfg)
+	b, err := batch.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func newBatcher(t *testing.T, cfg gateway.BatcherConfig[int, string]) *gateway.B
 	return b
 }
 
-func TestBatcherCoalesces(t *testing.T) {
+func TestGroupCommitCoalesces(t *testing.T) {
 	const ms = time.Millisecond
 	type submit struct {
 		key  string
@@ -110,7 +111,7 @@ func TestBatcherCoalesces(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rec := &recorder{start: time.Now(), delay: 10 * ms}
-				b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: rec.flush, Window: tt.window})
+				b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: tt.window})
 				var wg sync.WaitGroup
 				results := make([]string, len(tt.submits))
 				for i, sub := range tt.submits {
@@ -147,7 +148,7 @@ func TestBatcherCoalesces(t *testing.T) {
 func TestBatcherSubmitAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{start: time.Now(), delay: 10 * time.Millisecond}
-		b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: rec.flush, Window: 2 * time.Millisecond})
+		b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: 2 * time.Millisecond})
 		keys := []string{"a", "a", "b", "a"}
 		items := []int{0, 1, 2, 3}
 		for i := 4; i < 16; i++ {
@@ -185,7 +186,7 @@ func TestBatcherSubmitAll(t *testing.T) {
 func TestBatcherMaxBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{start: time.Now(), delay: 10 * time.Millisecond}
-		b := newBatcher(t, gateway.BatcherConfig[int, string]{
+		b := newBatcher(t, batch.Config[int, string]{
 			Flush:    rec.flush,
 			MaxBytes: 100,
 			Size:     func(i int) int { return i },
@@ -213,8 +214,8 @@ func TestBatcherMaxBytes(t *testing.T) {
 func TestBatcherStopFlushesPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{start: time.Now(), delay: time.Minute}
-		b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: rec.flush, Window: time.Hour})
-		var tickets []gateway.Ticket[int, string]
+		b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: time.Hour})
+		var tickets []batch.Ticket[int, string]
 		for i := range 3 {
 			tk, err := b.Submit("k", i)
 			if err != nil {
@@ -235,10 +236,10 @@ func TestBatcherStopFlushesPending(t *testing.T) {
 				t.Errorf("ticket %d: %q, %v", i, r, err)
 			}
 		}
-		if _, err := b.Submit("k", 9); !errors.Is(err, gateway.ErrBatcherStopped) {
+		if _, err := b.Submit("k", 9); !errors.Is(err, batch.ErrStopped) {
 			t.Errorf("Submit after Stop: %v", err)
 		}
-		if _, err := b.SubmitAll([]string{"k"}, []int{9}); !errors.Is(err, gateway.ErrBatcherStopped) {
+		if _, err := b.SubmitAll([]string{"k"}, []int{9}); !errors.Is(err, batch.ErrStopped) {
 			t.Errorf("SubmitAll after Stop: %v", err)
 		}
 		if err := b.Stop(context.Background()); err != nil {
@@ -251,7 +252,7 @@ func TestBatcherStopGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		var sawCancel atomic.Bool
-		b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: func(ctx context.Context, _ string, items []int) ([]string, error) {
+		b := newBatcher(t, batch.Config[int, string]{Flush: func(ctx context.Context, _ string, items []int) ([]string, error) {
 			select {
 			case <-release:
 			case <-ctx.Done():
@@ -283,7 +284,7 @@ func TestBatcherFlushFailures(t *testing.T) {
 			"short": func(context.Context, string, []int) ([]string, error) { return []string{}, nil },
 			"panic": func(context.Context, string, []int) ([]string, error) { panic("bug") },
 		} {
-			b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: flush})
+			b := newBatcher(t, batch.Config[int, string]{Flush: flush})
 			if _, err := b.Do(context.Background(), "k", 1); err == nil {
 				t.Errorf("%s: no error", name)
 			}
@@ -295,7 +296,7 @@ func TestBatcherFlushFailures(t *testing.T) {
 func TestBatcherWaitHonoursContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{start: time.Now(), delay: time.Minute}
-		b := newBatcher(t, gateway.BatcherConfig[int, string]{Flush: rec.flush, Window: time.Hour})
+		b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: time.Hour})
 		if _, err := b.Submit("k", 0); err != nil { // under way for a minute
 			t.Fatal(err)
 		}
@@ -312,6 +313,189 @@ func TestBatcherWaitHonoursContext(t *testing.T) {
 	})
 }
 
+func TestLingerWaitsForItsWindow(t *testing.T) {
+	const ms = time.Millisecond
+	type submit struct {
+		key  string
+		item int
+		at   time.Duration // since start, in order
+	}
+	tests := []struct {
+		name    string
+		submits []submit
+		want    map[string][][]int
+		wantAt  []time.Duration
+	}{
+		{
+			name:    "a lone item waits the window",
+			submits: []submit{{"a", 0, 0}},
+			want:    map[string][][]int{"a": {{0}}},
+			wantAt:  []time.Duration{20 * ms},
+		},
+		{
+			name: "each key's batch waits from its first item; a full batch goes at once",
+			submits: []submit{
+				{"a", 0, 0}, {"a", 1, 5 * ms}, {"b", 2, 10 * ms},
+				{"c", 3, 12 * ms}, {"c", 4, 12 * ms}, {"c", 5, 12 * ms}, {"c", 6, 12 * ms}, {"c", 7, 12 * ms},
+				{"c", 8, 12 * ms}, {"c", 9, 12 * ms}, {"c", 10, 12 * ms}, {"c", 11, 12 * ms}, {"c", 12, 12 * ms},
+				{"a", 13, 25 * ms}, // a flush of a is under way: it waits all the same
+			},
+			want: map[string][][]int{
+				"a": {{0, 1}, {13}},
+				"b": {{2}},
+				"c": {{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+			},
+			wantAt: []time.Duration{12 * ms, 20 * ms, 30 * ms, 45 * ms},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &recorder{start: time.Now(), delay: 10 * ms}
+				b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: 20 * ms, Mode: batch.Linger})
+				var mu sync.Mutex
+				results := make(map[int]string)
+				for _, sub := range tt.submits {
+					time.Sleep(sub.at - time.Since(rec.start))
+					err := b.SubmitFunc(sub.key, sub.item, func(r string, err error) {
+						if err != nil {
+							t.Error(err)
+						}
+						mu.Lock()
+						results[sub.item] = r
+						mu.Unlock()
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(time.Second)
+				if err := b.Stop(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, rec.batches); diff != "" {
+					t.Errorf("batches (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tt.wantAt, rec.flushTimes()); diff != "" {
+					t.Errorf("flush times (-want +got):\n%s", diff)
+				}
+				for _, sub := range tt.submits {
+					if want := fmt.Sprintf("%s/%d", sub.key, sub.item); results[sub.item] != want {
+						t.Errorf("item %d got %q, want its own result %q", sub.item, results[sub.item], want)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestSubmitFunc(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		boom := errors.New("boom")
+		type result struct {
+			r   string
+			err error
+		}
+		var mu sync.Mutex
+		got := map[int]result{}
+		record := func(item int) func(string, error) {
+			return func(r string, err error) {
+				mu.Lock()
+				got[item] = result{r, err}
+				mu.Unlock()
+			}
+		}
+		b := newBatcher(t, batch.Config[int, string]{Mode: batch.Linger, Flush: func(_ context.Context, key string, items []int) ([]string, error) {
+			if key == "bad" {
+				return nil, boom
+			}
+			out := make([]string, len(items))
+			for i, it := range items {
+				out[i] = fmt.Sprint(it)
+			}
+			return out, nil
+		}})
+		// A ticket and callbacks share a batch; an item without a
+		// callback among them is skipped.
+		tk, err := b.Submit("k", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, key := range []string{"k", "k", "bad"} {
+			if err := b.SubmitFunc(key, i+1, record(i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.SubmitFunc("k", 4, nil); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := tk.Wait(context.Background()); err != nil || r != "0" {
+			t.Errorf("ticket: %q, %v", r, err)
+		}
+		if err := b.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := map[int]result{1: {"1", nil}, 2: {"2", nil}, 3: {"", boom}}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{}), cmpopts.EquateErrors()); diff != "" {
+			t.Errorf("callbacks (-want +got):\n%s", diff)
+		}
+		if err := b.SubmitFunc("k", 9, record(9)); !errors.Is(err, batch.ErrStopped) {
+			t.Errorf("SubmitFunc after Stop: %v, want ErrStopped", err)
+		}
+		if _, ok := got[9]; ok {
+			t.Error("the callback of an item refused at Stop was called")
+		}
+	})
+}
+
+func TestMaxFlushes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var now, most atomic.Int64
+		b := newBatcher(t, batch.Config[int, string]{MaxFlushes: 2, MaxItems: 1, Mode: batch.Linger,
+			Flush: func(_ context.Context, _ string, items []int) ([]string, error) {
+				n := now.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(10 * time.Millisecond)
+				now.Add(-1)
+				return make([]string, len(items)), nil
+			}})
+		var done atomic.Int64
+		for i := range 7 {
+			if err := b.SubmitFunc(fmt.Sprint("k", i%3), i, func(string, error) { done.Add(1) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if most.Load() != 2 {
+			t.Errorf("at most %d flushes under way at once, want 2", most.Load())
+		}
+		if done.Load() != 7 {
+			t.Errorf("%d callbacks after Stop, want 7", done.Load())
+		}
+	})
+}
+
+func TestConfigRefused(t *testing.T) {
+	flush := func(context.Context, string, []int) ([]string, error) { return nil, nil }
+	for name, cfg := range map[string]batch.Config[int, string]{
+		"no flush":           {},
+		"bytes without size": {Flush: flush, MaxBytes: 10},
+		"negative window":    {Flush: flush, Window: -1},
+		"unknown mode":       {Flush: flush, Mode: 7},
+		"negative flushes":   {Flush: flush, MaxFlushes: -1},
+	} {
+		if _, err := batch.New(cfg); err == nil {
+			t.Errorf("%s: New took it", name)
+		}
+	}
+	if _, err := batch.New(batch.Config[int, string]{Flush: flush}); err != nil {
+		t.Errorf("New refused a valid config: %v", err)
+	}
+}
+
 // BenchmarkBatcher measures the cost of an item through the batcher and
 // how many flushes (send calls) each item costs, with many concurrent
 // callers and a flush that takes 1 ms like a fast network call.
@@ -319,7 +503,7 @@ func BenchmarkBatcher(b *testing.B) {
 	for _, par := range []int{1, 8, 128} {
 		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
 			var flushes atomic.Int64
-			bt, err := gateway.NewBatcher(gateway.BatcherConfig[int, int]{Flush: func(_ context.Context, _ string, items []int) ([]int, error) {
+			bt, err := batch.New(batch.Config[int, int]{Flush: func(_ context.Context, _ string, items []int) ([]int, error) {
 				flushes.Add(1)
 				time.Sleep(time.Millisecond)
 				return items, nil
