@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/internal/lifecycle"
 )
 
 // HeartbeatDefault is Config.Heartbeat's default.
@@ -74,17 +76,14 @@ type Fleet struct {
 	workers  prometheus.Gauge
 	degraded prometheus.Gauge
 
-	life    sync.Mutex // Start and Stop
-	started bool
-	kill    context.CancelFunc // ends the heartbeat as a crash would (tests)
+	// loops run the heartbeat; Kill (tests) ends it as a crash would.
+	loops lifecycle.Loops
 
 	mu   sync.Mutex
 	down bool // the latest heartbeat failed
 	// abandoned is set by a kill: the registration is left to go stale,
 	// as after a crash.
 	abandoned atomic.Bool
-	stop      chan struct{}
-	done      chan struct{}
 }
 
 // New returns a Fleet; Start registers the worker.
@@ -99,8 +98,6 @@ func New(cfg Config) (*Fleet, error) {
 			Name: "fairq_fleet_workers",
 			Help: "Workers alive in the fleet, as last known: those whose heartbeat in Redis is recent; 1 without Redis.",
 		}),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
 	}
 	f.setLast(1)
 	degraded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -187,49 +184,30 @@ func (f *Fleet) Size(ctx context.Context) (int, error) {
 }
 
 // Start registers the worker and beats every Heartbeat until Stop: ctx
-// only carries values. If Redis cannot be reached, the worker keeps trying
-// and Last stays 1 (or what it last was).
+// only carries values (see package lifecycle). If Redis cannot be
+// reached, the worker keeps trying and Last stays 1 (or what it last
+// was).
 func (f *Fleet) Start(ctx context.Context) error {
-	f.life.Lock()
-	defer f.life.Unlock()
-	if f.started {
-		return errors.New("fleet: already started")
+	ctx, err := f.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
 	}
-	f.started = true
-	// kill abandons the registration as a crash would: the heartbeat
-	// stops and the worker stops counting after three intervals. Only
-	// tests use it.
-	ctx, f.kill = context.WithCancel(context.WithoutCancel(ctx))
 	if f.cfg.Redis == nil {
-		close(f.done)
 		return nil
 	}
 	f.beat(ctx)
-	go f.run(ctx)
+	f.loops.Go(func() { f.run(ctx) })
 	return nil
 }
 
 // Stop stops the heartbeat and takes the worker out of the fleet at once,
 // so that the others count one fewer without waiting. It is idempotent;
 // Stop before Start does nothing.
-func (f *Fleet) Stop(ctx context.Context) error {
-	f.life.Lock()
-	if !f.started {
-		f.life.Unlock()
-		return nil
-	}
-	select {
-	case <-f.stop:
-	default:
-		close(f.stop)
-	}
-	f.life.Unlock()
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	f.kill() // the heartbeat has ended: this only frees the context
+func (f *Fleet) Stop(ctx context.Context) error { return f.loops.StopThen(ctx, f.leave) }
+
+// leave takes the worker out of the fleet, unless it was killed: then its
+// registration is left to go stale, as after a crash.
+func (f *Fleet) leave(ctx context.Context) error {
 	if f.cfg.Redis == nil || f.abandoned.Load() {
 		return nil
 	}
@@ -240,15 +218,12 @@ func (f *Fleet) Stop(ctx context.Context) error {
 }
 
 func (f *Fleet) run(ctx context.Context) {
-	defer close(f.done)
 	t := time.NewTicker(f.cfg.Heartbeat)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			f.abandoned.Store(true)
-			return
-		case <-f.stop:
+			f.abandoned.Store(errors.Is(context.Cause(ctx), lifecycle.ErrKilled))
 			return
 		case <-t.C:
 			f.beat(ctx)

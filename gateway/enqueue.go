@@ -465,7 +465,7 @@ type pendingSend struct {
 func (s *Server) submit(t tenant.Tenant, item sendItem) pendingSend {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.stopped || !s.started {
+	if s.phase != phaseOpen {
 		return pendingSend{q: -1, err: ErrStopped}
 	}
 	p, ok := s.pick(t, &item)
@@ -486,7 +486,7 @@ func (s *Server) submitAll(t tenant.Tenant, items []sendItem) []pendingSend {
 	ps := make([]pendingSend, len(items))
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.stopped || !s.started {
+	if s.phase != phaseOpen {
 		for i := range ps {
 			ps[i] = pendingSend{q: -1, err: ErrStopped}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/idempotency"
+	"github.com/fairq/fairq/internal/lifecycle"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -245,12 +246,22 @@ type Server struct {
 	admin     bool
 	adminHash [32]byte
 
-	mu      sync.RWMutex // held for reading while a message is handed to the batcher
-	started bool
-	stopped bool
-	cancel  context.CancelFunc // of the background loops
-	loops   sync.WaitGroup
+	// mu is held for reading while a message is handed to the batcher,
+	// and for writing to change phase: messages are handed over only
+	// while it is phaseOpen, between Start and Stop.
+	mu    sync.RWMutex
+	phase phase
+	loops lifecycle.Loops // the background loops: reconciliation, stats, backend probe
 }
+
+// phase is where a Server is in its life.
+type phase int
+
+const (
+	phaseNew    phase = iota // before Start: enqueues answer 503
+	phaseOpen                // between Start and Stop
+	phaseClosed              // Stop began: enqueues answer 503
+)
 
 var _ http.Handler = (*Server)(nil)
 
@@ -336,20 +347,23 @@ func (s *Server) Router() chi.Routes { return s.router }
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-// Start starts the send batcher and the reconciliation of backlogs. The
-// server answers 503 before Start.
+// Start starts the send batcher and the background loops (reconciliation
+// of backlogs, shared stats, the backend probe) until Stop: ctx only
+// carries values (see package lifecycle). The server answers 503 before
+// Start.
 func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return errors.New("gateway: started twice")
+	loopCtx, err := s.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
 	}
-	s.started = true
 	if err := s.batcher.Start(ctx); err != nil {
 		return err
 	}
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
+	s.mu.Lock()
+	if s.phase == phaseNew {
+		s.phase = phaseOpen
+	}
+	s.mu.Unlock()
 	if rec, ok := s.cfg.Backlog.(reconciler); ok && s.cfg.ReconcileEvery > 0 {
 		s.loops.Go(func() { s.reconcileLoop(loopCtx, rec) })
 	}
@@ -366,23 +380,8 @@ func (s *Server) Start(ctx context.Context) error {
 // the handlers, which wait for their sends), then Stop. Stop is idempotent.
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	s.stopped = true
-	cancel := s.cancel
-	s.cancel = nil
+	s.phase = phaseClosed
 	s.mu.Unlock()
 	err := s.batcher.Stop(ctx) // first: flushing counts to Redis comes after the last sends
-	if cancel != nil {
-		cancel()
-		done := make(chan struct{})
-		go func() {
-			s.loops.Wait()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		}
-	}
-	return err
+	return errors.Join(err, s.loops.Stop(ctx))
 }

@@ -14,10 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/fairq/fairq/internal/lifecycle"
 )
 
 // ErrStarted is returned by Start on a Tracker that was already started.
-var ErrStarted = errors.New("tracker already started")
+var ErrStarted = lifecycle.ErrStarted
 
 // markRing is how many past refreshes a tracker remembers its send counts
 // at, to correct a shared reading by what it sent after the reading was
@@ -43,9 +45,7 @@ type Tracker struct {
 	readAt     int64 // unix ms of the adopted reading; 0 before the first
 	sharedDown bool  // Redis failed on the last refresh
 
-	life   sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loops lifecycle.Loops
 }
 
 // estimate is one queue's depth estimate: adj + sent. It fills a cache
@@ -160,39 +160,21 @@ func (t *Tracker) Estimate(q int) (depth int64, fresh bool) {
 }
 
 // Start begins reading depths every Config.Interval, the first at once,
-// until Stop is called or ctx is done.
+// until Stop: ctx only carries values (see package lifecycle).
 func (t *Tracker) Start(ctx context.Context) error {
-	t.life.Lock()
-	defer t.life.Unlock()
-	if t.done != nil {
-		return ErrStarted
+	ctx, err := t.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("sharding: tracker: %w", err)
 	}
-	ctx, t.cancel = context.WithCancel(ctx)
-	t.done = make(chan struct{})
-	go t.run(ctx)
+	t.loops.Go(func() { t.run(ctx) })
 	return nil
 }
 
 // Stop ends the readings and waits for the loop to return, or for ctx.
 // It is idempotent.
-func (t *Tracker) Stop(ctx context.Context) error {
-	t.life.Lock()
-	cancel, done := t.cancel, t.done
-	t.life.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (t *Tracker) Stop(ctx context.Context) error { return t.loops.Stop(ctx) }
 
 func (t *Tracker) run(ctx context.Context) {
-	defer close(t.done)
 	tick := time.NewTicker(t.cfg.Interval)
 	defer tick.Stop()
 	failing := false

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/internal/lifecycle"
 )
 
 // Config configures a Registry.
@@ -73,10 +74,7 @@ type Registry struct {
 	reload sync.Mutex // one reload at a time
 	down   atomic.Bool
 
-	mu      sync.Mutex
-	started bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	loops lifecycle.Loops
 }
 
 // snapshot is an immutable view of the registry.
@@ -180,50 +178,29 @@ func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, err
 }
 
 // Start loads the stored records and, with Redis, polls for changes until
-// Stop. If Redis cannot be reached, the registry starts from the file and
-// keeps trying.
+// Stop: ctx bounds the first load and otherwise only carries values (see
+// package lifecycle). If Redis cannot be reached, the registry starts
+// from the file and keeps trying.
 func (r *Registry) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started {
-		return errors.New("tenant: registry already started")
+	loopCtx, err := r.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("tenant: registry: %w", err)
 	}
-	r.started = true
-	err := r.Reload(ctx)
+	err = r.Reload(ctx)
 	if err != nil && !errors.Is(err, ErrUnavailable) {
 		return err
 	}
 	r.health(err)
-	if r.cfg.Redis == nil {
-		return nil
+	if r.cfg.Redis != nil {
+		r.loops.Go(func() { r.poll(loopCtx) })
 	}
-	loopCtx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.done = make(chan struct{})
-	go r.poll(loopCtx)
 	return nil
 }
 
 // Stop ends the polling and waits for it. It is idempotent.
-func (r *Registry) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.cancel = nil
-	r.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (r *Registry) Stop(ctx context.Context) error { return r.loops.Stop(ctx) }
 
 func (r *Registry) poll(ctx context.Context) {
-	defer close(r.done)
 	t := time.NewTicker(r.cfg.Refresh)
 	defer t.Stop()
 	for {
