@@ -21,6 +21,7 @@ import (
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/schedule"
 	"github.com/fairq/fairq/sharding"
@@ -107,10 +108,14 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	prefix := cfg.SQS.QueuePrefix + ":"
+	redisMetrics, err := degrade.NewMetrics(rec)
+	if err != nil {
+		return nil, err
+	}
 
 	var errs []error
 	check := func(err error) { errs = append(errs, err) }
-	_, err := queue.NewSQS(ctx, queue.SQSConfig{
+	_, err = queue.NewSQS(ctx, queue.SQSConfig{
 		Region:      cfg.SQS.Region,
 		Endpoint:    "http://127.0.0.1:1",
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
@@ -131,7 +136,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 	if err != nil {
 		return nil, err
 	}
-	gwLimiter, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{Primary: primary, Registerer: rec})
+	gwLimiter, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{Primary: primary, RedisMetrics: redisMetrics})
 	check(err)
 	_, err = gateway.New(gateway.Config{
 		Backend: memory, Names: names, Picker: tracker, Tenants: tenants, Limiter: gwLimiter,
@@ -150,7 +155,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 		return nil, err
 	}
 	rate, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{
-		Primary: primary, Component: "worker_ratelimit", Registerer: rec,
+		Primary: primary, Component: "worker_ratelimit", RedisMetrics: redisMetrics,
 		Fallback: &throttle.ScaledLimiter{Limiter: throttle.NewLocalLimiter(throttle.LocalConfig{}), FactorFunc: func() float64 { return 1 }},
 	})
 	check(err)
@@ -159,7 +164,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 		return nil, err
 	}
 	sem, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
-		Primary: semaphore, FleetSizeFunc: f.Last, Component: "worker_semaphore", Registerer: rec,
+		Primary: semaphore, FleetSizeFunc: f.Last, Component: "worker_semaphore", RedisMetrics: redisMetrics,
 	})
 	check(err)
 	limiter, err := spillover.New(spillover.Config{

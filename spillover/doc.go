@@ -53,17 +53,19 @@
 // without). With Redis, wire them through throttle's failover components so
 // that when Redis is unreachable each worker falls back to local limits,
 // rate and concurrency divided by the number of workers last known (a
-// fleet.Fleet's Last), logs it once and sets fairq_redis_degraded, and
-// goes back to the shared limits when Redis answers:
+// fleet.Fleet's Last), logs it once and sets fairq_redis_degraded (the
+// process's one set of those metrics, redisMetrics below, made by
+// degrade.NewMetrics), and goes back to the shared limits when Redis
+// answers:
 //
 //	rate, _ := throttle.NewFailoverLimiter(throttle.FailoverConfig{
 //		Primary:   redisLimiter,
 //		Fallback:  &throttle.ScaledLimiter{Limiter: throttle.NewLocalLimiter(throttle.LocalConfig{}), FactorFunc: func() float64 { return throttle.Share(f.Last()) }},
-//		Component: "worker_ratelimit", FailClosed: !failOpen, Logger: log, Registerer: reg,
+//		Component: "worker_ratelimit", FailClosed: !failOpen, Logger: log, RedisMetrics: redisMetrics,
 //	})
 //	sem, _ := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
 //		Primary: redisSemaphore, FleetSizeFunc: f.Last,
-//		Component: "worker_semaphore", FailClosed: !failOpen, Logger: log, Registerer: reg,
+//		Component: "worker_semaphore", FailClosed: !failOpen, Logger: log, RedisMetrics: redisMetrics,
 //	})
 //	lim, _ := spillover.New(spillover.Config{Tenants: registry, Defaults: cfg.Defaults,
 //		Rate: rate, Semaphore: sem, FleetSizeFunc: f.Last, Registerer: reg})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/spillover"
 	"github.com/fairq/fairq/throttle"
@@ -51,6 +52,10 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	reg := prometheus.NewRegistry()
+	redisMetrics, err := degrade.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	share := func() int { return fleetSize }
 
 	primary, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: client, Prefix: prefix})
@@ -61,7 +66,7 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 		Primary:   primary,
 		Fallback:  &throttle.ScaledLimiter{Limiter: throttle.NewLocalLimiter(throttle.LocalConfig{}), FactorFunc: func() float64 { return throttle.Share(share()) }},
 		Cooldown:  50 * time.Millisecond,
-		Component: "worker_ratelimit", Logger: log, Registerer: reg,
+		Component: "worker_ratelimit", Logger: log, RedisMetrics: redisMetrics,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +85,7 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 	})
 	sem, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
 		Primary: redisSem, FleetSizeFunc: share, Cooldown: 50 * time.Millisecond,
-		Component: "worker_semaphore", Logger: log, Registerer: reg,
+		Component: "worker_semaphore", Logger: log, RedisMetrics: redisMetrics,
 	})
 	if err != nil {
 		t.Fatal(err)

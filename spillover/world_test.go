@@ -20,6 +20,7 @@ import (
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/fleet"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/spillover"
@@ -128,6 +129,7 @@ type worker struct {
 	sem     *throttle.RedisSemaphore // nil without Redis
 	scaling *fleet.Autoscaling
 	reg     *prometheus.Registry
+	redis   *degrade.Metrics // fairq_redis_degraded and fairq_redis_fallback_total, on reg
 	stopped bool
 }
 
@@ -138,6 +140,9 @@ func (w *world) startWorker(o workerOptions) *worker {
 	log := slog.New(slog.DiscardHandler)
 	wk := &worker{reg: prometheus.NewRegistry()}
 	var err error
+	if wk.redis, err = degrade.NewMetrics(wk.reg); err != nil {
+		t.Fatal(err)
+	}
 	client := cmp.Or(o.redis, w.redis)
 	var shared redis.UniversalClient // nil, not a typed nil, without Redis
 	if client != nil {
@@ -175,7 +180,7 @@ func (w *world) startWorker(o workerOptions) *worker {
 				Limiter:    throttle.NewLocalLimiter(throttle.LocalConfig{}),
 				FactorFunc: func() float64 { return throttle.Share(wk.fleet.Last()) },
 			},
-			Component: "worker_ratelimit", Cooldown: 100 * time.Millisecond, Logger: log, Registerer: wk.reg,
+			Component: "worker_ratelimit", Cooldown: 100 * time.Millisecond, Logger: log, RedisMetrics: wk.redis,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -186,7 +191,7 @@ func (w *world) startWorker(o workerOptions) *worker {
 		}
 		cfg.Semaphore, err = throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
 			Primary: wk.sem, FleetSizeFunc: wk.fleet.Last,
-			Component: "worker_semaphore", Cooldown: 100 * time.Millisecond, Logger: log, Registerer: wk.reg,
+			Component: "worker_semaphore", Cooldown: 100 * time.Millisecond, Logger: log, RedisMetrics: wk.redis,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -192,10 +192,10 @@ func (s *system) withGateway() error {
 			return err
 		}
 		limiter, err = throttle.NewFailoverLimiter(throttle.FailoverConfig{
-			Primary:    primary,
-			FailClosed: !s.cfg.Redis.FailOpen,
-			Logger:     s.logger,
-			Registerer: s.registry,
+			Primary:      primary,
+			FailClosed:   !s.cfg.Redis.FailOpen,
+			Logger:       s.logger,
+			RedisMetrics: s.degrade,
 		})
 		if err != nil {
 			return err
@@ -279,10 +279,10 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 				Limiter:    throttle.NewLocalLimiter(throttle.LocalConfig{}),
 				FactorFunc: func() float64 { return throttle.Share(s.fleet.Last()) },
 			},
-			FailClosed: !s.cfg.Redis.FailOpen,
-			Component:  "worker_ratelimit",
-			Logger:     s.logger,
-			Registerer: s.registry,
+			FailClosed:   !s.cfg.Redis.FailOpen,
+			Component:    "worker_ratelimit",
+			Logger:       s.logger,
+			RedisMetrics: s.degrade,
 		})
 		if err != nil {
 			return nil, err
@@ -297,7 +297,7 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 			FleetSizeFunc: s.fleet.Last,
 			Component:     "worker_semaphore",
 			Logger:        s.logger,
-			Registerer:    s.registry,
+			RedisMetrics:  s.degrade,
 		})
 		if err != nil {
 			return nil, err
