@@ -140,7 +140,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 	check(err)
 	_, err = gateway.New(gateway.Config{
 		Backend: memory, Names: names, Picker: tracker, Tenants: tenants, Limiter: gwLimiter,
-		Redis: rdb, RedisPrefix: prefix, Registerer: rec, Gatherer: rec.Registry,
+		Redis: rdb, RedisPrefix: prefix, RedisMetrics: redisMetrics, Registerer: rec, Gatherer: rec.Registry,
 	})
 	check(err)
 	f, err := fleet.New(fleet.Config{Redis: rdb, Prefix: prefix, Registerer: rec})

@@ -395,22 +395,22 @@ func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.De
 	if s.cfg.Backlog != nil && t.Limits.MaxBacklog > 0 {
 		var b int64
 		err := errResting
-		if !s.backlog.resting() {
+		if !s.backlog.Resting() {
 			b, err = s.cfg.Backlog.Get(ctx, t.ID)
 		}
 		switch {
 		case err == errResting:
-			if err := s.backlog.without(err); err != nil {
+			if err := s.without(s.backlog, err); err != nil {
 				return throttle.Decision{}, 0, err
 			}
 		case err != nil && ctx.Err() != nil:
 			return throttle.Decision{}, 0, ctx.Err()
 		case err != nil:
-			if err := s.backlog.failed(ctx, err); err != nil {
+			if err := s.failed(ctx, s.backlog, err); err != nil {
 				return throttle.Decision{}, 0, err
 			}
 		default:
-			s.backlog.ok(ctx)
+			s.backlog.OK(ctx)
 			maxB, soft := int64(t.Limits.MaxBacklog), int64(t.Limits.SoftBacklog)
 			if b >= maxB {
 				wait := backlogWait(b-maxB+1, t.Limits.ProcessRate)

@@ -17,6 +17,7 @@ import (
 	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
@@ -77,17 +78,22 @@ func newFleet(t *testing.T, n int, tenants []config.Tenant, change ...func(*gate
 			t.Fatal(err)
 		}
 		promReg := prometheus.NewRegistry()
+		redisMetrics, err := degrade.NewMetrics(promReg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		cfg := gateway.Config{
-			Backend:     fl.flaky,
-			Names:       fl.names,
-			Picker:      gatewaytest.NewRoundRobin(len(fl.names.Live)),
-			Tenants:     reg,
-			Limiter:     lim,
-			Backlog:     bl,
-			Redis:       fl.redis,
-			RedisPrefix: keyPrefix,
-			Registerer:  promReg,
-			Gatherer:    promReg,
+			RedisMetrics: redisMetrics,
+			Backend:      fl.flaky,
+			Names:        fl.names,
+			Picker:       gatewaytest.NewRoundRobin(len(fl.names.Live)),
+			Tenants:      reg,
+			Limiter:      lim,
+			Backlog:      bl,
+			Redis:        fl.redis,
+			RedisPrefix:  keyPrefix,
+			Registerer:   promReg,
+			Gatherer:     promReg,
 		}
 		for _, c := range change {
 			c(&cfg)

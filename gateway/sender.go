@@ -156,7 +156,7 @@ func (s *Server) account(ctx context.Context, items []sendItem, results []sendRe
 	// failure they are skipped, and the calls of a batch share one short
 	// deadline, so that a partitioned Redis delays no 202 by more than
 	// backlogAddTimeout once per cooldown.
-	if s.cfg.Backlog == nil || s.backlog.resting() || n == 0 {
+	if s.cfg.Backlog == nil || s.backlog.Resting() || n == 0 {
 		return
 	}
 	// Not cut short by the send's deadline, which the send may have used.
@@ -164,11 +164,11 @@ func (s *Server) account(ctx context.Context, items []sendItem, results []sendRe
 	defer cancel()
 	for j := range n {
 		if err := s.cfg.Backlog.Add(addCtx, tenants[j], counts[j]); err != nil {
-			_ = s.backlog.failed(ctx, err) // logs once per outage; sends never fail closed on a count
+			s.backlog.Failed(ctx, err) // logs once per outage; sends never fail closed on a count
 			return
 		}
 	}
-	s.backlog.ok(ctx)
+	s.backlog.OK(ctx)
 }
 
 // backlogAddTimeout bounds the backlog counts of one batch after its send.

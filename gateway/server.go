@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/idempotency"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
@@ -88,6 +89,11 @@ type Config struct {
 	// the gateway goes on without backpressure and with in-process
 	// idempotency keys, and says so in the log and the metrics.
 	FailClosed bool
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total (degrade.NewMetrics), which the series
+	// of the components "backlog" and "idempotency" join; nil keeps them
+	// registered nowhere.
+	RedisMetrics *degrade.Metrics
 	// Redis, when set, holds the Idempotency-Keys of the fleet; nil keeps
 	// them in this process.
 	Redis redis.UniversalClient
@@ -240,7 +246,7 @@ type Server struct {
 	backend   *backendHealth
 	bodies    *bodyBudget
 	refused   refusals
-	backlog   *dependency
+	backlog   *degrade.Dependency
 	idem      idempotencyKeys
 	stats     *stats
 	admin     bool

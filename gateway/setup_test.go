@@ -17,6 +17,7 @@ import (
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -96,15 +97,20 @@ func setup(t testing.TB, change ...func(*gateway.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	redisMetrics, err := degrade.NewMetrics(f.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := gateway.Config{
-		Backend:    f.flaky,
-		Names:      f.names,
-		Picker:     f.picker,
-		Tenants:    f.tenants,
-		Limiter:    throttle.NewLocalLimiter(throttle.LocalConfig{Now: f.clock.Now}),
-		Registerer: f.reg,
-		Gatherer:   f.reg,
-		Now:        f.clock.Now,
+		Backend:      f.flaky,
+		Names:        f.names,
+		Picker:       f.picker,
+		Tenants:      f.tenants,
+		Limiter:      throttle.NewLocalLimiter(throttle.LocalConfig{Now: f.clock.Now}),
+		RedisMetrics: redisMetrics,
+		Registerer:   f.reg,
+		Gatherer:     f.reg,
+		Now:          f.clock.Now,
 		// Sequential test requests need not wait for company; the
 		// batcher's own tests cover coalescing.
 		BatchWindow: time.Microsecond,

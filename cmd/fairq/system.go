@@ -219,6 +219,7 @@ func (s *system) withGateway() error {
 		AdminTokenSHA256:  s.cfg.Admin.TokenSHA256,
 		Backlog:           counts,
 		FailClosed:        !s.cfg.Redis.FailOpen,
+		RedisMetrics:      s.degrade,
 		Redis:             s.redisOrNil(),
 		RedisPrefix:       s.keyPrefix(),
 		IdempotencyWindow: s.cfg.Gateway.IdempotencyWindow,
