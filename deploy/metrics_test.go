@@ -122,7 +122,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 		Registerer:  rec,
 	})
 	check(err)
-	tenants, err := tenant.New(tenant.Config{Defaults: cfg.Defaults, Redis: rdb, Prefix: prefix, Registerer: rec})
+	tenants, err := tenant.New(tenant.Config{Defaults: cfg.Defaults, Redis: rdb, Prefix: prefix, Registerer: rec, RedisMetrics: redisMetrics})
 	if err != nil {
 		return nil, err
 	}

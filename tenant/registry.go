@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
 )
 
@@ -39,9 +40,12 @@ type Config struct {
 	// Logger receives lines about Redis going away and coming back; nil
 	// discards.
 	Logger *slog.Logger
-	// Registerer receives fairq_tenants and fairq_redis_degraded
-	// {component="tenants"}; nil registers nothing.
+	// Registerer receives fairq_tenants; nil registers nothing.
 	Registerer prometheus.Registerer
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total (degrade.NewMetrics), which the series of
+	// component="tenants" join; nil keeps them registered nowhere.
+	RedisMetrics *degrade.Metrics
 	// Now is the clock that dates keys and records; nil uses time.Now.
 	Now func() time.Time
 }
@@ -62,17 +66,15 @@ func (c Config) withDefaults() Config {
 // Registry holds the tenants and authenticates API keys. It is safe for
 // concurrent use; reads never wait for Redis.
 type Registry struct {
-	cfg      Config
-	limits   config.Config // Defaults only: resolves and validates limits
-	file     map[string]config.Tenant
-	store    store
-	snap     atomic.Pointer[snapshot]
-	count    prometheus.Gauge
-	degraded prometheus.Gauge
-	failed   prometheus.Counter
+	cfg    Config
+	limits config.Config // Defaults only: resolves and validates limits
+	file   map[string]config.Tenant
+	store  store
+	snap   atomic.Pointer[snapshot]
+	count  prometheus.Gauge
+	redis  *degrade.Dependency
 
 	reload sync.Mutex // one reload at a time
-	down   atomic.Bool
 
 	loops lifecycle.Loops
 }
@@ -137,44 +139,19 @@ func New(cfg Config) (*Registry, error) {
 
 func (r *Registry) metrics() error {
 	r.count = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairq_tenants", Help: "Tenants in the registry."})
-	degraded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "fairq_redis_degraded",
-		Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
-	}, []string{"component"})
-	failed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fairq_redis_fallback_total",
-		Help: "Operations answered from local state because Redis was unreachable, by component.",
-	}, []string{"component"})
 	if reg := r.cfg.Registerer; reg != nil {
 		if err := reg.Register(r.count); err != nil {
 			return err
 		}
-		var err error
-		if degraded, err = registerVec(reg, degraded); err != nil {
-			return err
-		}
-		if failed, err = registerVec(reg, failed); err != nil {
-			return err
-		}
 	}
-	r.degraded = degraded.WithLabelValues("tenants")
-	r.failed = failed.WithLabelValues("tenants")
+	r.redis = degrade.New(degrade.Config{
+		Component: "tenants",
+		Metrics:   r.cfg.RedisMetrics,
+		Logger:    r.cfg.Logger,
+		Down:      "redis unreachable; serving the tenant records last loaded",
+		Up:        "redis is back; tenant records are current again",
+	})
 	return nil
-}
-
-// registerVec registers c, or returns the equal collector registered before
-// by another component.
-func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
 
 // Start loads the stored records and, with Redis, polls for changes until
@@ -190,7 +167,7 @@ func (r *Registry) Start(ctx context.Context) error {
 	if err != nil && !errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	r.health(err)
+	r.health(ctx, err)
 	if r.cfg.Redis != nil {
 		r.loops.Go(func() { r.poll(loopCtx) })
 	}
@@ -218,25 +195,19 @@ func (r *Registry) poll(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		r.health(err)
+		r.health(ctx, err)
 	}
 }
 
-// health logs and counts the transitions of Redis between reachable and
-// not.
-func (r *Registry) health(err error) {
+// health records whether Redis answered the latest load or poll; each
+// that failed is counted as an answer from the records last loaded.
+func (r *Registry) health(ctx context.Context, err error) {
 	if err == nil {
-		if r.down.Swap(false) {
-			r.degraded.Set(0)
-			r.cfg.Logger.Info("redis is back; tenant records are current again", "component", "tenants")
-		}
+		r.redis.OK(ctx)
 		return
 	}
-	r.failed.Inc()
-	if !r.down.Swap(true) {
-		r.degraded.Set(1)
-		r.cfg.Logger.Warn("redis unreachable; serving the tenant records last loaded", "component", "tenants", "err", err)
-	}
+	r.redis.Fallback()
+	r.redis.Failed(ctx, err)
 }
 
 // Reload loads the stored records now. The poll calls it when the version

@@ -1,18 +1,23 @@
 package tenant_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/tenant"
 )
@@ -305,12 +310,33 @@ func TestRedisUnreachable(t *testing.T) {
 	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { c.Close() })
-	r := newRegistry(t, tenant.Config{Tenants: fileTenants(), Redis: c})
+	reg := prometheus.NewRegistry()
+	redisMetrics, err := degrade.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	r := newRegistry(t, tenant.Config{Tenants: fileTenants(), Redis: c, RedisMetrics: redisMetrics,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if got, err := r.Authenticate("acme-key"); err != nil || got.ID != "acme" {
 		t.Fatalf("file tenants while Redis is down: %+v, %v", got, err)
 	}
 	if _, _, err := r.Put(context.Background(), "acme", config.Limits{}); !errors.Is(err, tenant.ErrUnavailable) {
 		t.Fatalf("Put while Redis is down: %v, want ErrUnavailable", err)
+	}
+	want := `
+# HELP fairq_redis_degraded 1 while a component cannot reach Redis and runs on local state or refuses, by component.
+# TYPE fairq_redis_degraded gauge
+fairq_redis_degraded{component="tenants"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "fairq_redis_degraded"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.ToFloat64(redisMetrics.FallbackFor("tenants")); n < 1 {
+		t.Errorf("fairq_redis_fallback_total{component=tenants} = %v after a failed load, want at least 1", n)
+	}
+	if n := strings.Count(logs.String(), "redis unreachable; serving the tenant records last loaded"); n != 1 {
+		t.Errorf("%d log lines about the outage, want 1:\n%s", n, logs.String())
 	}
 }
 

@@ -117,12 +117,13 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 		s.redis = redis.NewClient(opts)
 	}
 	s.tenants, err = tenant.New(tenant.Config{
-		Tenants:    cfg.Tenants,
-		Defaults:   cfg.Defaults,
-		Redis:      s.redisOrNil(),
-		Prefix:     cfg.SQS.QueuePrefix + ":",
-		Logger:     logger,
-		Registerer: s.registry,
+		Tenants:      cfg.Tenants,
+		Defaults:     cfg.Defaults,
+		Redis:        s.redisOrNil(),
+		Prefix:       cfg.SQS.QueuePrefix + ":",
+		Logger:       logger,
+		Registerer:   s.registry,
+		RedisMetrics: s.degrade,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tenants: %w", err)
