@@ -143,7 +143,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 		Redis: rdb, RedisPrefix: prefix, RedisMetrics: redisMetrics, Registerer: rec, Gatherer: rec.Registry,
 	})
 	check(err)
-	f, err := fleet.New(fleet.Config{Redis: rdb, Prefix: prefix, Registerer: rec})
+	f, err := fleet.New(fleet.Config{Redis: rdb, Prefix: prefix, Registerer: rec, RedisMetrics: redisMetrics})
 	if err != nil {
 		return nil, err
 	}

@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
 )
 
@@ -44,9 +44,12 @@ type Config struct {
 	// Logger receives a line when Redis cannot be reached and when it is
 	// back; nil discards.
 	Logger *slog.Logger
-	// Registerer receives fairq_fleet_workers and fairq_redis_degraded
-	// {component="fleet"}; nil registers nothing.
+	// Registerer receives fairq_fleet_workers; nil registers nothing.
 	Registerer prometheus.Registerer
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total (degrade.NewMetrics), which the series of
+	// component="fleet" join; nil keeps them registered nowhere.
+	RedisMetrics *degrade.Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -71,16 +74,14 @@ func (c Config) validate() error {
 // Fleet is this worker's membership in the fleet of workers, and the
 // fleet's size as the workers' heartbeats in Redis tell it.
 type Fleet struct {
-	cfg      Config
-	last     atomic.Int64 // the size last known, at least 1
-	workers  prometheus.Gauge
-	degraded prometheus.Gauge
+	cfg     Config
+	last    atomic.Int64 // the size last known, at least 1
+	workers prometheus.Gauge
+	redis   *degrade.Dependency
 
 	// loops run the heartbeat; Kill (tests) ends it as a crash would.
 	loops lifecycle.Loops
 
-	mu   sync.Mutex
-	down bool // the latest heartbeat failed
 	// abandoned is set by a kill: the registration is left to go stale,
 	// as after a crash.
 	abandoned atomic.Bool
@@ -100,36 +101,20 @@ func New(cfg Config) (*Fleet, error) {
 		}),
 	}
 	f.setLast(1)
-	degraded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "fairq_redis_degraded",
-		Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
-	}, []string{"component"})
 	if reg := cfg.Registerer; reg != nil {
 		if err := reg.Register(f.workers); err != nil {
 			return nil, err
 		}
-		var err error
-		if degraded, err = registerVec(reg, degraded); err != nil {
-			return nil, err
-		}
 	}
-	f.degraded = degraded.WithLabelValues("fleet")
+	f.redis = degrade.New(degrade.Config{
+		Component: "fleet",
+		Metrics:   cfg.RedisMetrics,
+		Logger:    cfg.Logger,
+		Down:      "redis unreachable; the fleet size stays as last known until it is back",
+		Up:        "redis is back; the fleet size is known again",
+		Cooldown:  -1, // the heartbeat asks at its own pace
+	})
 	return f, nil
-}
-
-// registerVec registers c, or returns the equal collector registered before
-// by another component.
-func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
 
 // ID returns this worker's id in the fleet.
@@ -236,24 +221,12 @@ func (f *Fleet) beat(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.Heartbeat)
 	defer cancel()
 	n, err := beatScript.Run(cctx, f.cfg.Redis, []string{workersKey(f.cfg.Prefix)}, f.cfg.ID, f.stale().Milliseconds()).Int()
-	f.mu.Lock()
-	was := f.down
-	f.down = err != nil
-	f.mu.Unlock()
 	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		if !was {
-			f.degraded.Set(1)
-			f.cfg.Logger.Warn("redis unreachable; the fleet size stays as last known until it is back",
-				"component", "fleet", "fleet_size", f.Last(), "err", err)
+		if ctx.Err() == nil {
+			f.redis.Failed(ctx, err, slog.Int("fleet_size", f.Last()))
 		}
 		return
 	}
 	f.setLast(n)
-	if was {
-		f.degraded.Set(0)
-		f.cfg.Logger.Info("redis is back; the fleet size is known again", "component", "fleet", "fleet_size", n)
-	}
+	f.redis.OK(ctx, slog.Int("fleet_size", n))
 }

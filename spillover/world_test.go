@@ -148,7 +148,7 @@ func (w *world) startWorker(o workerOptions) *worker {
 	if client != nil {
 		shared = client
 	}
-	wk.fleet, err = fleet.New(fleet.Config{Redis: shared, Prefix: w.prefix, Heartbeat: 200 * time.Millisecond, Logger: log, Registerer: wk.reg})
+	wk.fleet, err = fleet.New(fleet.Config{Redis: shared, Prefix: w.prefix, Heartbeat: 200 * time.Millisecond, Logger: log, Registerer: wk.reg, RedisMetrics: wk.redis})
 	if err != nil {
 		t.Fatal(err)
 	}

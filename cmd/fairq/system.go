@@ -246,7 +246,7 @@ func (s *system) withGateway() error {
 // without it, they hold in this process.
 func (s *system) workerLimiter() (consumer.Limiter, error) {
 	var err error
-	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), Logger: s.logger, Registerer: s.registry})
+	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), Logger: s.logger, Registerer: s.registry, RedisMetrics: s.degrade})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
