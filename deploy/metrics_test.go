@@ -127,7 +127,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 		return nil, err
 	}
 	tracker, err := sharding.NewTracker(sharding.Config{
-		Reader: memory, Queues: names.Live, ShardSize: cfg.Pool.ShardSize, Redis: rdb, KeyPrefix: prefix, Registerer: rec,
+		Reader: memory, Queues: names.Live, ShardSize: cfg.Pool.ShardSize, Redis: rdb, KeyPrefix: prefix, Registerer: rec, RedisMetrics: redisMetrics,
 	})
 	if err != nil {
 		return nil, err

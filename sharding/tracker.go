@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
 )
 
@@ -39,11 +40,11 @@ type Tracker struct {
 	est    []estimate
 	stale  atomic.Bool
 
-	mu         sync.Mutex // serialises refreshes; guards the fields below
-	marks      [markRing]mark
-	nextMark   int
-	readAt     int64 // unix ms of the adopted reading; 0 before the first
-	sharedDown bool  // Redis failed on the last refresh
+	mu       sync.Mutex // serialises refreshes; guards the fields below
+	marks    [markRing]mark
+	nextMark int
+	readAt   int64 // unix ms of the adopted reading; 0 before the first
+	shared   *degrade.Dependency
 
 	loops lifecycle.Loops
 }
@@ -85,6 +86,14 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		m:      m,
 		gauges: make([]prometheus.Gauge, len(cfg.Queues)),
 		est:    make([]estimate, len(cfg.Queues)),
+		shared: degrade.New(degrade.Config{
+			Component: "queue_depths",
+			Metrics:   cfg.RedisMetrics,
+			Logger:    cfg.Logger,
+			Down:      "shared queue depth readings unavailable, reading the queues directly",
+			Up:        "shared queue depth readings available again",
+			Cooldown:  -1, // asked once a refresh, at the refresh's pace
+		}),
 	}
 	for i, q := range cfg.Queues {
 		t.gauges[i] = m.depth.WithLabelValues(q)
@@ -241,20 +250,20 @@ func (t *Tracker) refreshShared(ctx context.Context, at int64) error {
 	defer cancel()
 	cached, found, err := t.load(rctx)
 	if err != nil {
-		t.sharedFailed(err)
+		t.sharedFailed(ctx, err, true)
 		return t.refreshLocal(ctx, at)
 	}
 	if found && at-cached.At < t.cfg.Interval.Milliseconds() {
-		t.sharedOK()
+		t.shared.OK(ctx)
 		t.adopt(cached, sourceRedis)
 		return nil
 	}
 	won, err := rdb.SetNX(rctx, t.keys.lock, t.token, t.cfg.Interval/2).Result()
 	if err != nil {
-		t.sharedFailed(err)
+		t.sharedFailed(ctx, err, true)
 		return t.refreshLocal(ctx, at)
 	}
-	t.sharedOK()
+	t.shared.OK(ctx)
 	if !won {
 		if found {
 			t.adopt(cached, sourceRedis)
@@ -271,7 +280,7 @@ func (t *Tracker) refreshShared(ctx context.Context, at int64) error {
 	wctx, cancel := context.WithTimeout(ctx, t.cfg.PollTimeout/4)
 	defer cancel()
 	if err := rdb.Set(wctx, t.keys.depths, r.encode(), t.cfg.StaleAfter).Err(); err != nil {
-		t.sharedFailed(err)
+		t.sharedFailed(ctx, err, false)
 	}
 	return nil
 }
@@ -301,17 +310,12 @@ func (t *Tracker) load(ctx context.Context) (r reading, found bool, err error) {
 	return r, true, nil
 }
 
-func (t *Tracker) sharedFailed(err error) {
-	if !t.sharedDown {
-		t.cfg.Logger.Warn("shared queue depth readings unavailable, reading the queues directly", "err", err)
-		t.sharedDown = true
-	}
-}
-
-func (t *Tracker) sharedOK() {
-	if t.sharedDown {
-		t.cfg.Logger.Info("shared queue depth readings available again")
-		t.sharedDown = false
+// sharedFailed records a failure of Redis; fallback says the refresh
+// reads the queues itself for want of it.
+func (t *Tracker) sharedFailed(ctx context.Context, err error, fallback bool) {
+	t.shared.Failed(ctx, err)
+	if fallback {
+		t.shared.Fallback()
 	}
 }
 

@@ -143,17 +143,20 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 		logger.Warn("no redis.addr: backlog counters and backpressure are off (soft_backlog and max_backlog need the counts a worker shares through Redis)")
 	}
 	var trackerMetrics prometheus.Registerer
+	var trackerRedis *degrade.Metrics
 	if r == roleDev || r == roleGateway {
-		trackerMetrics = s.registry // the tracker runs only where messages are enqueued
+		// The tracker runs only where messages are enqueued.
+		trackerMetrics, trackerRedis = s.registry, s.degrade
 	}
 	s.tracker, err = sharding.NewTracker(sharding.Config{
-		Reader:     s.backend,
-		Queues:     s.names.Live,
-		ShardSize:  cfg.Pool.ShardSize,
-		Redis:      s.redis,
-		KeyPrefix:  s.keyPrefix(),
-		Logger:     logger,
-		Registerer: trackerMetrics,
+		Reader:       s.backend,
+		Queues:       s.names.Live,
+		ShardSize:    cfg.Pool.ShardSize,
+		Redis:        s.redis,
+		KeyPrefix:    s.keyPrefix(),
+		Logger:       logger,
+		Registerer:   trackerMetrics,
+		RedisMetrics: trackerRedis,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shard tracker: %w", err)
