@@ -436,7 +436,7 @@ func TestObserveFunc(t *testing.T) {
 		send(t, b, names.Live[0], msg{body: "ok", tenant: "acme"})
 		send(t, b, names.Live[1], msg{body: "fails", tenant: "acme"})
 		send(t, b, names.Live[0], msg{attrs: map[string]string{
-			consumer.AttrTask: consumer.Task{Name: "nightly", Path: "/nightly", ScheduledAt: time.Now()}.Encode(),
+			envelope.AttrTask: envelope.Task{Name: "nightly", Path: "/nightly", ScheduledAt: time.Now()}.Encode(),
 		}})
 		h, seen := recorder(func(_ int, m *consumer.Message) error {
 			switch {

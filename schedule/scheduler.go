@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/internal/lifecycle"
 	"github.com/fairq/fairq/queue"
@@ -302,10 +301,10 @@ func (s *Scheduler) fire(ctx context.Context, t Task, at time.Time) {
 			return // fired by another process
 		}
 	}
-	task := consumer.Task{Name: t.Name, Path: t.URL, ScheduledAt: at}
+	task := envelope.Task{Name: t.Name, Path: t.URL, ScheduledAt: at}
 	meta := envelope.Meta{EnqueuedAt: s.cfg.NowFunc().UnixMilli()}
 	entry := queue.Entry{ID: "1", Body: t.Name, Attributes: map[string]string{
-		consumer.AttrTask: task.Encode(),
+		envelope.AttrTask: task.Encode(),
 		envelope.AttrMeta: meta.Encode(),
 	}}
 	var err error
