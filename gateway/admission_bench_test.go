@@ -7,7 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/backlog"
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
@@ -24,7 +23,7 @@ func (firstPicker) Sent(int, int)   {}
 // is mostly served from its 100 ms cache).
 func BenchmarkAdmit(b *testing.B) {
 	rate, burst := 1e12, 1<<40
-	reg, err := tenant.New(tenant.Config{Tenants: []config.Tenant{{ID: "acme", Limits: config.Limits{IngestRate: &rate, IngestBurst: &burst}}}})
+	reg, err := tenant.New(tenant.Config{Tenants: []tenant.Spec{{ID: "acme", Limits: tenant.Limits{IngestRate: &rate, IngestBurst: &burst}}}})
 	if err != nil {
 		b.Fatal(err)
 	}

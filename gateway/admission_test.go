@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fairq/fairq/backlog"
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/tenant"
 )
@@ -56,10 +55,10 @@ func (b *fixedBacklog) Get(_ context.Context, tenant string) (int64, error) {
 
 // bpTenant admits 100/s with a bucket of 100, shrinking from a backlog of
 // 1000 to none at 2000.
-var bpTenant = config.Tenant{ID: "bp", APIKeys: []string{tenant.HashKey("bp-key")},
-	Limits: config.Limits{IngestRate: ptr(100.0), IngestBurst: ptr(100), ProcessRate: ptr(50.0), SoftBacklog: ptr(1000), MaxBacklog: ptr(2000)}}
+var bpTenant = tenant.Spec{ID: "bp", APIKeys: []string{tenant.HashKey("bp-key")},
+	Limits: tenant.Limits{IngestRate: ptr(100.0), IngestBurst: ptr(100), ProcessRate: ptr(50.0), SoftBacklog: ptr(1000), MaxBacklog: ptr(2000)}}
 
-func withTenants(extra ...config.Tenant) func(*gateway.Config) {
+func withTenants(extra ...tenant.Spec) func(*gateway.Config) {
 	return func(c *gateway.Config) {
 		reg, err := tenant.New(tenant.Config{Tenants: append(testTenants(), extra...)})
 		if err != nil {

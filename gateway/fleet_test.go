@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/backlog"
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
 	"github.com/fairq/fairq/internal/degrade"
@@ -37,7 +36,7 @@ type fleet struct {
 }
 
 // newFleet starts n gateways on real Redis and fauxqs.
-func newFleet(t *testing.T, n int, tenants []config.Tenant, change ...func(*gateway.Config)) *fleet {
+func newFleet(t *testing.T, n int, tenants []tenant.Spec, change ...func(*gateway.Config)) *fleet {
 	t.Helper()
 	ctx := context.Background()
 	fl := &fleet{prefix: testenv.Prefix(t)}
@@ -189,8 +188,8 @@ func missingFrom(want map[string]bool, got map[string]queue.Message) []string {
 func TestFleetWideLimit(t *testing.T) {
 	// Not parallel: it measures a rate over real time.
 	const rate, burst = 40.0, 10
-	tenants := append(testTenants(), config.Tenant{ID: "fleet", APIKeys: []string{tenant.HashKey("fleet-key")},
-		Limits: config.Limits{IngestRate: ptr(rate), IngestBurst: ptr(burst)}})
+	tenants := append(testTenants(), tenant.Spec{ID: "fleet", APIKeys: []string{tenant.HashKey("fleet-key")},
+		Limits: tenant.Limits{IngestRate: ptr(rate), IngestBurst: ptr(burst)}})
 	fl := newFleet(t, 2, tenants)
 
 	const clients = 8 // per gateway: enough that some poll while others send
@@ -269,8 +268,8 @@ func TestFleetWideLimit(t *testing.T) {
 // admitted.
 func TestRetryAfterOnRedis(t *testing.T) {
 	// Not parallel: it waits real time.
-	tenants := append(testTenants(), config.Tenant{ID: "trickle", APIKeys: []string{tenant.HashKey("trickle-key")},
-		Limits: config.Limits{IngestRate: ptr(0.5), IngestBurst: ptr(1)}})
+	tenants := append(testTenants(), tenant.Spec{ID: "trickle", APIKeys: []string{tenant.HashKey("trickle-key")},
+		Limits: tenant.Limits{IngestRate: ptr(0.5), IngestBurst: ptr(1)}})
 	fl := newFleet(t, 1, tenants)
 	if w := fl.post(0, "trickle-key", `{"body":"x"}`, nil); w.Code != http.StatusAccepted {
 		t.Fatalf("first: %d %s", w.Code, w.Body)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
@@ -35,12 +34,12 @@ const (
 
 // testTenants: acme and globex with room to spare, slow at 1 message/s
 // with a bucket of 2.
-func testTenants() []config.Tenant {
-	return []config.Tenant{
-		{ID: "acme", APIKeys: []string{tenant.HashKey(acmeKey)}, Limits: config.Limits{IngestRate: ptr(10000.0), IngestBurst: ptr(10000)}},
-		{ID: "globex", APIKeys: []string{tenant.HashKey(globexKey)}, Limits: config.Limits{IngestRate: ptr(10000.0), IngestBurst: ptr(10000)}},
-		{ID: "slow", APIKeys: []string{tenant.HashKey(slowKey)}, Limits: config.Limits{IngestRate: ptr(1.0), IngestBurst: ptr(2)}},
-		{ID: "bench", APIKeys: []string{tenant.HashKey(benchKey)}, Limits: config.Limits{IngestRate: ptr(1e12), IngestBurst: ptr(1 << 40)}},
+func testTenants() []tenant.Spec {
+	return []tenant.Spec{
+		{ID: "acme", APIKeys: []string{tenant.HashKey(acmeKey)}, Limits: tenant.Limits{IngestRate: ptr(10000.0), IngestBurst: ptr(10000)}},
+		{ID: "globex", APIKeys: []string{tenant.HashKey(globexKey)}, Limits: tenant.Limits{IngestRate: ptr(10000.0), IngestBurst: ptr(10000)}},
+		{ID: "slow", APIKeys: []string{tenant.HashKey(slowKey)}, Limits: tenant.Limits{IngestRate: ptr(1.0), IngestBurst: ptr(2)}},
+		{ID: "bench", APIKeys: []string{tenant.HashKey(benchKey)}, Limits: tenant.Limits{IngestRate: ptr(1e12), IngestBurst: ptr(1 << 40)}},
 	}
 }
 

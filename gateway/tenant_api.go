@@ -3,13 +3,13 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/tenant"
 )
 
 // tenantSelf is the answer of GET /v1/tenant.
 type tenantSelf struct {
 	ID       string        `json:"id"`
-	Limits   config.Limits `json:"limits"`
+	Limits   tenant.Limits `json:"limits"`
 	Backlog  *int64        `json:"backlog"` // null when unknown (no counter, or unreachable)
 	Admitted int64         `json:"admitted"`
 	Rejected int64         `json:"rejected"`

@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
@@ -32,7 +31,7 @@ const (
 
 // Tenants looks tenants up; *tenant.Registry is one.
 type Tenants interface {
-	Limits(id string) (config.Resolved, bool)
+	Limits(id string) (tenant.Resolved, bool)
 }
 
 var _ Tenants = (*tenant.Registry)(nil)
@@ -44,9 +43,9 @@ type Config struct {
 	Tenants Tenants
 	// Defaults are the limits of a message whose tenant the registry does
 	// not know (deleted since, or a message without fairq-tenant); unset
-	// fields take config.Default's. The same Config.Defaults the registry
+	// fields take tenant.LimitsDefault's. The same Config.Defaults the registry
 	// was given.
-	Defaults config.Limits
+	Defaults tenant.Limits
 	// Rate decides process_rate: a throttle.FailoverLimiter over Redis
 	// for a fleet, nil for a new throttle.LocalLimiter.
 	Rate throttle.RateLimiter
@@ -106,7 +105,7 @@ func (c Config) validate() error {
 	if c.MaxTenantLabels < 0 {
 		errs = append(errs, fmt.Errorf("max tenant labels %d is negative", c.MaxTenantLabels))
 	}
-	if err := (config.Config{}).ValidateLimits(c.Defaults); err != nil {
+	if err := tenant.ValidateLimits(tenant.Limits{}, c.Defaults); err != nil {
 		errs = append(errs, fmt.Errorf("defaults: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -119,7 +118,7 @@ func (c Config) validate() error {
 // the package documentation.
 type Limiter struct {
 	cfg      Config
-	defaults config.Resolved
+	defaults tenant.Resolved
 	pacer    *throttle.Pacer // turns of messages spilled for rate
 	waiting  *throttle.Pacer // turns of messages spilled for concurrency
 	jobs     durations
@@ -143,7 +142,7 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	return &Limiter{
 		cfg:      cfg,
-		defaults: config.Config{Defaults: cfg.Defaults}.Resolve(config.Limits{}),
+		defaults: tenant.Resolve(cfg.Defaults, tenant.Limits{}),
 		pacer:    throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		waiting:  throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		jobs:     newDurations(cfg.NowFunc()),

@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/spillover"
+	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
 )
 
@@ -91,7 +91,7 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, err := spillover.New(spillover.Config{
-		Tenants: registry(t, map[string]config.Limits{
+		Tenants: registry(t, map[string]tenant.Limits{
 			"slots":  limits(100000, 100000, 6), // a share of 3
 			"tokens": limits(1, 10, 1000),       // a share of 5 tokens, refilled at 0.5/s
 		}),

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/fleet"
@@ -43,7 +42,7 @@ type world struct {
 
 // newWorld makes a world on the backend kind ("memory" or "sqs", the
 // emulator), with Redis or without, with two live queues.
-func newWorld(t testing.TB, kind string, withRedis bool, tenants map[string]config.Limits) *world {
+func newWorld(t testing.TB, kind string, withRedis bool, tenants map[string]tenant.Limits) *world {
 	t.Helper()
 	w := &world{t: t, prefix: testenv.Prefix(t) + ":"}
 	qprefix := "t"

@@ -17,18 +17,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
 )
 
+// Spec is a tenant as the configuration file defines it (config.Tenant
+// converts to it): the registry starts from these.
+type Spec struct {
+	ID      string
+	APIKeys []string // "sha256:<64 lowercase hex>" each
+	Limits           // over Config.Defaults
+}
+
 // Config configures a Registry.
 type Config struct {
 	// Tenants are the tenants of the configuration file.
-	Tenants []config.Tenant
+	Tenants []Spec
 	// Defaults are the limits of a tenant that sets none; unset fields
-	// take config.Default's.
-	Defaults config.Limits
+	// take LimitsDefault's.
+	Defaults Limits
 	// Redis, when set, holds the records of the admin API for the whole
 	// fleet; nil keeps them in this process.
 	Redis redis.UniversalClient
@@ -66,13 +73,12 @@ func (c Config) withDefaults() Config {
 // Registry holds the tenants and authenticates API keys. It is safe for
 // concurrent use; reads never wait for Redis.
 type Registry struct {
-	cfg    Config
-	limits config.Config // Defaults only: resolves and validates limits
-	file   map[string]config.Tenant
-	store  store
-	snap   atomic.Pointer[snapshot]
-	count  prometheus.Gauge
-	redis  *degrade.Dependency
+	cfg   Config
+	file  map[string]Spec
+	store store
+	snap  atomic.Pointer[snapshot]
+	count prometheus.Gauge
+	redis *degrade.Dependency
 
 	reload sync.Mutex // one reload at a time
 
@@ -99,9 +105,8 @@ type keyEntry struct {
 func New(cfg Config) (*Registry, error) {
 	cfg = cfg.withDefaults()
 	r := &Registry{
-		cfg:    cfg,
-		limits: config.Config{Defaults: cfg.Defaults},
-		file:   make(map[string]config.Tenant, len(cfg.Tenants)),
+		cfg:  cfg,
+		file: make(map[string]Spec, len(cfg.Tenants)),
 	}
 	for _, t := range cfg.Tenants {
 		if err := checkID(t.ID); err != nil {
@@ -110,7 +115,7 @@ func New(cfg Config) (*Registry, error) {
 		if _, dup := r.file[t.ID]; dup {
 			return nil, fmt.Errorf("%w: tenant %q defined twice", ErrInvalid, t.ID)
 		}
-		if err := r.limits.ValidateLimits(t.Limits); err != nil {
+		if err := ValidateLimits(cfg.Defaults, t.Limits); err != nil {
 			return nil, fmt.Errorf("%w: tenant %q: %w", ErrInvalid, t.ID, err)
 		}
 		for _, k := range t.APIKeys {
@@ -243,7 +248,7 @@ func (r *Registry) build(version int64, recs map[string]record, strict bool) (*s
 		if _, ok := recs[id]; ok {
 			continue
 		}
-		t := &Tenant{ID: id, Limits: r.limits.Resolve(ft.Limits), Overrides: ft.Limits, FromConfig: true}
+		t := &Tenant{ID: id, Limits: Resolve(r.cfg.Defaults, ft.Limits), Overrides: ft.Limits, FromConfig: true}
 		for _, h := range ft.APIKeys {
 			sum, _ := parseHash(h) // checked in New
 			t.Keys = append(t.Keys, Key{ID: idOf(sum), Hash: h})
@@ -255,7 +260,7 @@ func (r *Registry) build(version int64, recs map[string]record, strict bool) (*s
 			continue
 		}
 		l := rec.Limits
-		t := &Tenant{ID: id, Limits: r.limits.Resolve(l), Overrides: l}
+		t := &Tenant{ID: id, Limits: Resolve(r.cfg.Defaults, l), Overrides: l}
 		for _, k := range rec.Keys {
 			key := Key{ID: k.ID, Hash: k.Hash}
 			if k.Created != 0 {
@@ -319,10 +324,10 @@ func (r *Registry) Get(id string) (Tenant, bool) {
 
 // Limits returns a tenant's limits resolved over the defaults, without
 // the copy of its keys that Get makes: the worker asks for every message.
-func (r *Registry) Limits(id string) (config.Resolved, bool) {
+func (r *Registry) Limits(id string) (Resolved, bool) {
 	t, ok := r.snap.Load().tenants[id]
 	if !ok {
-		return config.Resolved{}, false
+		return Resolved{}, false
 	}
 	return t.Limits, true
 }
@@ -352,11 +357,11 @@ func clone(t *Tenant) Tenant {
 
 // Put sets a tenant's own limits (nil fields follow the defaults), creating
 // the tenant if it does not exist; created says which. Its keys are kept.
-func (r *Registry) Put(ctx context.Context, id string, limits config.Limits) (t Tenant, created bool, err error) {
+func (r *Registry) Put(ctx context.Context, id string, limits Limits) (t Tenant, created bool, err error) {
 	if err := checkID(id); err != nil {
 		return Tenant{}, false, err
 	}
-	if err := r.limits.ValidateLimits(limits); err != nil {
+	if err := ValidateLimits(r.cfg.Defaults, limits); err != nil {
 		return Tenant{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	err = r.update(ctx, id, func(rec *record, exists bool) error {
@@ -465,7 +470,7 @@ func (r *Registry) update(ctx context.Context, id string, change func(rec *recor
 }
 
 // fromFile returns the record equal to a tenant of the file.
-func (r *Registry) fromFile(ft config.Tenant) record {
+func (r *Registry) fromFile(ft Spec) record {
 	rec := record{Limits: ft.Limits}
 	for _, h := range ft.APIKeys {
 		sum, _ := parseHash(h)

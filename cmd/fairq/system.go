@@ -117,7 +117,7 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 		s.redis = redis.NewClient(opts)
 	}
 	s.tenants, err = tenant.New(tenant.Config{
-		Tenants:      cfg.Tenants,
+		Tenants:      tenantSpecs(cfg.Tenants),
 		Defaults:     cfg.Defaults,
 		Redis:        s.redisOrNil(),
 		Prefix:       cfg.SQS.QueuePrefix + ":",
@@ -162,6 +162,16 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 		return nil, fmt.Errorf("shard tracker: %w", err)
 	}
 	return s, nil
+}
+
+// tenantSpecs returns the tenants of the configuration file as the
+// registry takes them.
+func tenantSpecs(file []config.Tenant) []tenant.Spec {
+	specs := make([]tenant.Spec, len(file))
+	for i, t := range file {
+		specs[i] = tenant.Spec(t)
+	}
+	return specs
 }
 
 // keyPrefix starts every Redis key of the deployment, so that deployments
@@ -315,7 +325,7 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 // that a change through the admin API applies at its next message; a
 // tenant the registry does not know (deleted since) has the defaults'.
 func (s *system) tenantDropAge() func(string) time.Duration {
-	fallback := config.Config{Defaults: s.cfg.Defaults}.Resolve(config.Limits{}).DropAge
+	fallback := tenant.Resolve(s.cfg.Defaults, tenant.Limits{}).DropAge
 	return func(id string) time.Duration {
 		if l, ok := s.tenants.Limits(id); ok {
 			return l.DropAge
