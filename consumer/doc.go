@@ -9,12 +9,11 @@
 // the capacity the live work leaves (none while fresh messages wait, half
 // of it while the live queues keep up, all of it once they are empty), and
 // only while it has free slots (Config.Connections): it never holds more
-// messages than it can run. For each message it applies the age checks
-// (older than its tenant's drop age, Config.TenantDropAge, or DropAge:
-// dropped; older than BacklogAge: moved to the backlog queue) and the
-// Limiter (a tenant over its rate or concurrency: moved to the overflow
-// queue with a delay), then runs the Handler under a heartbeat and applies
-// the outcome:
+// messages than it can run. For each message it asks the Limiter, the
+// per-tenant policy (package spillover: older than its drop age, dropped;
+// older than the backlog age, moved to the backlog queue; a tenant over
+// its rate or concurrency, moved to the overflow queue with a delay), then
+// runs the Handler under a heartbeat and applies the outcome:
 //
 //   - success (nil, or 2xx from the application): deleted, in
 //     DeleteMessageBatch calls of up to ten; the tenant's backlog counter
@@ -42,7 +41,7 @@
 // in fairq-meta; a move that is not an attempt (spill to overflow or
 // backlog, Retry-After, a message put off until its NotBefore) does not
 // count the current delivery. A message received before its NotBefore is
-// put off before the age checks and the Limiter (a message from elsewhere
+// put off before the Limiter is asked (a message from elsewhere
 // that already has SQS's ten attributes has no room for fairq-meta: it
 // comes back after 900 s and runs early, and the application answers
 // Retry-After again). Such a move
@@ -114,12 +113,11 @@
 //     treated as enqueued when it was sent, with no earlier attempts.
 //   - A message of the backlog queue that the Limiter spills is sent to
 //     the backlog queue again with the delay, not to overflow: from
-//     overflow the age check would move it straight back, two moves (and
-//     two "aged" spills counted) for each spill. The age check never
-//     moves a message that is already in the backlog queue.
+//     overflow the Limiter's age check would move it straight back, two
+//     moves (and two "aged" spills counted) for each spill.
 //   - A Limiter error dispatches the message (the Limiter applies its own
-//     fail-open or fail-closed policy); periodic tasks bypass the age checks,
-//     the Limiter and the backlog counter.
+//     fail-open or fail-closed policy); periodic tasks bypass the Limiter
+//     and the backlog counter.
 //   - The backlog counter (Config.Backlog) is told of the messages that
 //     ended by a goroutine of the worker's own, one call per tenant for
 //     all that ended since its last call, never by the deletes: a counter

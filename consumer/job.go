@@ -65,16 +65,6 @@ func (j *job) run() {
 		j.postpone(nb, nb.Sub(now))
 		return
 	}
-	if !d.task {
-		if drop := w.dropAge(d.msg.Tenant); drop > 0 && age > drop {
-			j.drop("aged")
-			return
-		}
-		if w.cfg.BacklogAge > 0 && age > w.cfg.BacklogAge && d.queue != w.cfg.Names.Backlog && w.cfg.Names.Backlog != "" {
-			j.spill(w.cfg.Names.Backlog, 0, "aged")
-			return
-		}
-	}
 	var v Verdict
 	if w.cfg.Limiter != nil && !d.task {
 		var err error
@@ -170,17 +160,6 @@ func (j *job) resolveClaim(success bool) {
 	if err != nil {
 		w.log.Warn("dedupe claim not resolved; it lapses with its lease", "id", l.ID, "success", success, "err", err)
 	}
-}
-
-// dropAge returns the age past which a message of tenant is dropped; 0
-// never drops.
-func (w *Worker) dropAge(tenant string) time.Duration {
-	if w.cfg.TenantDropAge != nil {
-		if d := w.cfg.TenantDropAge(tenant); d > 0 {
-			return d
-		}
-	}
-	return w.cfg.DropAge
 }
 
 // dispatch runs the handler and applies its outcome.

@@ -22,11 +22,14 @@ const (
 	// queue again. A spill does not count as a delivery toward
 	// Config.MaxRetries.
 	Spill
-	// ToBacklog moves it to the backlog queue, delayed by Verdict.Delay;
-	// a message already there, or without a backlog queue, is sent to its
-	// own queue again, delayed. Not counted as a delivery either.
+	// ToBacklog moves it to the backlog queue, delayed by Verdict.Delay:
+	// an old message, which must not hold up fresh work. A message
+	// already there, or without a backlog queue, is sent to its own queue
+	// again, delayed. Not counted as a delivery either.
 	ToBacklog
-	// Drop deletes it unprocessed; the tenant's backlog goes down.
+	// Drop deletes it unprocessed, counted as dropped
+	// (fairq_worker_processed_total{outcome="dropped"}): a message past
+	// its drop age. The tenant's backlog goes down.
 	Drop
 )
 
@@ -49,8 +52,8 @@ type Verdict struct {
 	Action Action
 	// Delay is the DelaySeconds of a Spill or ToBacklog move, 0–900 s.
 	Delay time.Duration
-	// Reason labels a move or drop in fairq_worker_spilled_total, e.g.
-	// "rate" or "concurrency".
+	// Reason labels a move in fairq_worker_spilled_total, e.g. "rate",
+	// "concurrency" or "aged".
 	Reason string
 	// Done, if not nil, is called once when a dispatched message's job
 	// ends, whatever its outcome: the place to release a concurrency
@@ -59,9 +62,9 @@ type Verdict struct {
 }
 
 // Limiter decides, for each received message that is not a periodic task,
-// whether it runs now. It is the seam of the per-tenant rate and
-// concurrency limits of package throttle; nil means no limits. The worker
-// applies its own age checks (Config.DropAge, Config.BacklogAge) first.
+// whether it runs now: the seam of the per-tenant worker policy (package
+// spillover: drop and backlog ages, then the rate and concurrency limits
+// of package throttle). Nil runs everything.
 //
 // Admit must not block for long: it holds a worker slot. An error is
 // logged and the message is dispatched (the Limiter applies its own

@@ -77,20 +77,9 @@ type Config struct {
 	// InactivityTimeout bounds one job: the handler's context ends then,
 	// and the attempt is a failure (worker.inactivity_timeout).
 	InactivityTimeout time.Duration
-	// BacklogAge moves a message older than this (since enqueue) to the
-	// backlog queue instead of running it, unless it is already there;
-	// 0 never does (worker.backlog_age).
-	BacklogAge time.Duration
-	// DropAge deletes a message older than this unprocessed; 0 never
-	// does (worker.drop_age).
-	DropAge time.Duration
-	// TenantDropAge, if not nil, returns a tenant's own drop age, which
-	// replaces DropAge for its messages when above 0 (a tenant's
-	// drop_age). It is called for every message, and must be quick.
-	TenantDropAge func(tenant string) time.Duration
-
-	// Limiter decides per message whether it runs now (package
-	// throttle); nil runs everything.
+	// Limiter decides per message whether it runs now, is put off or
+	// moved, or is dropped: the per-tenant policy (package spillover:
+	// rates, concurrency, drop and backlog ages). Nil runs everything.
 	Limiter Limiter
 	// Dedupe, if not nil, remembers the messages run (package dedupe):
 	// before a message is pushed its id is claimed, and a copy of a
@@ -194,9 +183,6 @@ func (c Config) validate() error {
 	}
 	if c.InactivityTimeout <= 0 {
 		bad("inactivity timeout %v must be positive", c.InactivityTimeout)
-	}
-	if c.BacklogAge < 0 || c.DropAge < 0 {
-		bad("backlog age %v and drop age %v must not be negative", c.BacklogAge, c.DropAge)
 	}
 	if c.ReceiveWait < 0 || c.ReceiveWait > queue.MaxWait {
 		bad("receive wait %v is outside [0, %v]", c.ReceiveWait, queue.MaxWait)

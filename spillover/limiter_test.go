@@ -447,3 +447,63 @@ func TestNewInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestLimiterAges: past its drop age (its tenant's, else the worker's) a
+// message is dropped, and past the backlog age moved to the backlog queue
+// unless it came from there; such messages take no slot nor token.
+func TestLimiterAges(t *testing.T) {
+	t.Parallel()
+	drop := func(d time.Duration) tenant.Limits {
+		l := limits(1000, 1000, 1)
+		l.DropAge = ptr(tenant.Duration(d))
+		return l
+	}
+	aged := func(a consumer.Action) verdict { return verdict{Action: a, Reason: spillover.ReasonAged} }
+	tests := []struct {
+		name    string
+		tenant  string
+		age     time.Duration
+		backlog bool // from the backlog queue
+		want    verdict
+	}{
+		{"fresh", "plain", time.Minute, false, dispatch},
+		{"at the backlog age", "plain", 5 * time.Minute, false, dispatch},
+		{"past the backlog age", "plain", 6 * time.Minute, false, aged(consumer.ToBacklog)},
+		{"past the backlog age, from the backlog", "plain", 6 * time.Minute, true, dispatch},
+		{"past the worker's drop age", "plain", 4 * time.Hour, false, aged(consumer.Drop)},
+		{"past the drop age, from the backlog", "plain", 4 * time.Hour, true, aged(consumer.Drop)},
+		{"a tenant's shorter drop age", "synced", 2 * time.Hour, false, aged(consumer.Drop)},
+		{"a tenant's longer drop age", "kept", 4 * time.Hour, true, dispatch},
+		{"an unknown tenant: the defaults' drop age", "gone", 31 * time.Minute, true, aged(consumer.Drop)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newClock()
+			l, err := spillover.New(spillover.Config{
+				Tenants: registry(t, map[string]tenant.Limits{
+					"plain":  limits(1000, 1000, 1),
+					"synced": drop(time.Hour),
+					"kept":   drop(24 * time.Hour),
+				}),
+				Defaults:   drop(30 * time.Minute),
+				DropAge:    3 * time.Hour,
+				BacklogAge: 5 * time.Minute,
+				NowFunc:    c.Now,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: tt.tenant, Backlog: tt.backlog, EnqueuedAt: c.Now().Add(-tt.age)})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if tt.want.Action != consumer.Dispatch {
+				// The tenant's one slot is still free.
+				if v, _ := admitMessage(t, l, &consumer.Message{ID: "n", Tenant: tt.tenant, EnqueuedAt: c.Now()}); v.Action != consumer.Dispatch {
+					t.Errorf("a fresh message after an aged one: %v, want dispatch", v.Action)
+				}
+			}
+		})
+	}
+}

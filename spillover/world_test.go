@@ -166,6 +166,8 @@ func (w *world) startWorker(o workerOptions) *worker {
 		Tenants:          w.tenants,
 		FleetSizeFunc:    wk.fleet.Last,
 		ConcurrencyDelay: o.concurrencyDelay,
+		DropAge:          o.dropAge,
+		BacklogAge:       o.backlogAge,
 		Registerer:       wk.reg,
 	}
 	if client != nil {
@@ -211,8 +213,6 @@ func (w *world) startWorker(o workerOptions) *worker {
 		Handler:           push,
 		Connections:       o.connections,
 		VisibilityTimeout: o.visibility,
-		BacklogAge:        o.backlogAge,
-		DropAge:           o.dropAge,
 		Limiter:           lim,
 		ObserveFunc:       wk.scaling.Observe,
 		ReceiveWait:       time.Second,

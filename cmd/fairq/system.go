@@ -253,10 +253,11 @@ func (s *system) withGateway() error {
 	return nil
 }
 
-// workerLimiter builds the per-tenant process_rate and concurrency limits
-// of the worker (package spillover) and the fleet registration they divide
-// by when Redis is down. With Redis, both limits hold across the fleet;
-// without it, they hold in this process.
+// workerLimiter builds the per-tenant policy of the worker (package
+// spillover: drop and backlog ages, process_rate and concurrency) and the
+// fleet registration its limits divide by when Redis is down. With Redis,
+// both limits hold across the fleet; without it, they hold in this
+// process.
 func (s *system) workerLimiter() (consumer.Limiter, error) {
 	var err error
 	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), Logger: s.logger, Registerer: s.registry, RedisMetrics: s.degrade})
@@ -278,6 +279,8 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 	cfg := spillover.Config{
 		Tenants:       s.tenants,
 		Defaults:      s.cfg.Defaults,
+		DropAge:       s.cfg.Worker.DropAge,
+		BacklogAge:    s.cfg.Worker.BacklogAge,
 		FleetSizeFunc: s.fleet.Last,
 		Registerer:    s.registry,
 	}
@@ -321,19 +324,6 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 	return spillover.New(cfg)
 }
 
-// tenantDropAge returns the drop_age of a tenant from the registry, so
-// that a change through the admin API applies at its next message; a
-// tenant the registry does not know (deleted since) has the defaults'.
-func (s *system) tenantDropAge() func(string) time.Duration {
-	fallback := tenant.Resolve(s.cfg.Defaults, tenant.Limits{}).DropAge
-	return func(id string) time.Duration {
-		if l, ok := s.tenants.Limits(id); ok {
-			return l.DropAge
-		}
-		return fallback
-	}
-}
-
 // withWorker adds the consumer daemon with the given handler.
 func (s *system) withWorker(h consumer.Handler) error {
 	w := s.cfg.Worker
@@ -354,9 +344,6 @@ func (s *system) withWorker(h consumer.Handler) error {
 		ErrorVisibilityTimeout: w.ErrorVisibilityTimeout,
 		MaxRetries:             w.MaxRetries,
 		InactivityTimeout:      w.InactivityTimeout,
-		BacklogAge:             w.BacklogAge,
-		DropAge:                w.DropAge,
-		TenantDropAge:          s.tenantDropAge(),
 		Limiter:                limiter,
 		Dedupe:                 s.deduper(),
 		Backlog:                counts,
