@@ -103,7 +103,7 @@ type Tracker struct {
 	redis   *degrade.Dependency
 	dropped prometheus.Counter
 
-	mu       sync.Mutex
+	mu       sync.RWMutex
 	pending  map[string]delta // gathered since the last round
 	inflight map[string]delta // the round being applied
 	wake     chan struct{}    // size 1: something is pending
@@ -186,13 +186,22 @@ func (t *Tracker) owe(tenant string, d delta) {
 
 // Get returns a tenant's count, with what this process gathered and has
 // not applied yet; known is false when there is none to go by: Redis is
-// unreachable and the tracker fails open (the answer is counted in
-// fairq_redis_fallback_total). Failing closed, that is ErrUnavailable.
+// unreachable, or did not answer within CallTimeout, and the tracker
+// fails open (the answer is counted in fairq_redis_fallback_total).
+// Failing closed, that is ErrUnavailable.
 func (t *Tracker) Get(ctx context.Context, tenant string) (n int64, known bool, err error) {
 	if t.redis.Resting() {
 		return t.without(ctx, errResting)
 	}
-	n, err = t.cfg.Counter.Get(ctx, tenant)
+	if t.local {
+		n, err = t.cfg.Counter.Get(ctx, tenant)
+	} else {
+		// Bounded, so that a Redis that does not answer costs an
+		// admission CallTimeout at most, once a cooldown.
+		cctx, cancel := context.WithTimeout(ctx, t.cfg.CallTimeout)
+		n, err = t.cfg.Counter.Get(cctx, tenant)
+		cancel()
+	}
 	switch {
 	case err == nil:
 		t.redis.OK(ctx)
@@ -202,9 +211,12 @@ func (t *Tracker) Get(ctx context.Context, tenant string) (n int64, known bool, 
 		t.redis.Failed(ctx, err)
 		return t.without(ctx, err)
 	}
-	t.mu.Lock()
+	if t.local {
+		return n, true, nil // nothing is ever pending
+	}
+	t.mu.RLock()
 	p, f := t.pending[tenant], t.inflight[tenant]
-	t.mu.Unlock()
+	t.mu.RUnlock()
 	return max(0, n+p.add+f.add-p.done-f.done), true, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -218,48 +217,13 @@ fairq_worker_backlog_decrements_dropped_total 2
 	}
 }
 
-// blackhole is a Redis that takes connections and never answers, as one
-// behind a partition that drops packets does.
-func blackhole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	var mu sync.Mutex
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 // TestTrackerHung: with a counter that does not answer, Add and Done do
 // not wait, a round gives up after one call's timeout and drops the rest,
 // and Stop waits for at most the call under way.
 func TestTrackerHung(t *testing.T) {
 	t.Parallel()
 	const timeout = 200 * time.Millisecond
-	client := redis.NewClient(&redis.Options{Addr: blackhole(t), MaxRetries: -1, ContextTimeoutEnabled: true})
+	client := redis.NewClient(&redis.Options{Addr: testenv.Blackhole(t), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { client.Close() })
 	c, err := backlog.New(backlog.Config{Redis: client, Prefix: "hung:", MaxStale: -1})
 	if err != nil {

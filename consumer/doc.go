@@ -118,14 +118,15 @@
 //   - A Limiter error dispatches the message (the Limiter applies its own
 //     fail-open or fail-closed policy); periodic tasks bypass the Limiter
 //     and the backlog counter.
-//   - The backlog counter (Config.Backlog) is told of the messages that
-//     ended by a goroutine of the worker's own, one call per tenant for
-//     all that ended since its last call, never by the deletes: a counter
-//     that does not answer (Redis partitioned) cannot hold up a delete
-//     until the message's visibility runs out and it is run again. A call
-//     that fails, after 2 s, is dropped and counted
-//     (fairq_worker_backlog_decrements_dropped_total): the counter is an
-//     estimate, reconciled with the queues' depths (package backlog).
+//   - The backlog counts (Config.Backlog, a backlog.Tracker) are told of
+//     the messages that ended without waiting: the tracker makes the calls
+//     to the counter apart, one per tenant for all that ended since its
+//     last round, so that a counter that does not answer (Redis
+//     partitioned) cannot hold up a delete until the message's visibility
+//     runs out and it is run again. A call that fails is dropped and
+//     counted (fairq_worker_backlog_decrements_dropped_total): the counter
+//     is an estimate, reconciled with the queues' depths (package
+//     backlog).
 //   - Without an overflow (or backlog) queue, a spill is sent to its own
 //     queue again with its delay, and counted in fairq_worker_spilled_total
 //     like any spill; without a dead-letter queue a dead letter is

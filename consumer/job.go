@@ -221,14 +221,13 @@ func (j *job) ioContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(j.ctx), ioTimeout)
 }
 
-// end tells the BacklogCounter that the message ended: it is called from
-// a delete's outcome, so it only counts the message, and the Done call is
-// made later, apart (see backlogDones).
+// end tells the Backlog that the message ended: it is called from a
+// delete's outcome, and Done does not block (see Backlog).
 func (j *job) end() {
-	if j.w.dones == nil || j.d.task {
+	if j.d.task {
 		return
 	}
-	j.w.dones.add(j.d.msg.Tenant)
+	j.w.cfg.Backlog.Done(j.d.msg.Tenant, 1)
 }
 
 // succeed deletes the message.

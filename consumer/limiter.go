@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/dedupe"
 )
 
@@ -73,20 +74,21 @@ type Limiter interface {
 	Admit(ctx context.Context, m *Message) (Verdict, error)
 }
 
-// BacklogCounter keeps the per-tenant backlog counters the gateway's
-// admission reads (DESIGN.md §5). The worker calls Done when messages
-// end: deleted after success, dead-lettered or dropped. Moves between
-// queues do not end a message. Nil means no counters.
-//
-// The calls are made by a goroutine of the worker's own, apart from the
-// deletes, with n the tenant's messages that ended since its last call,
-// each call bounded by a short timeout (2 s). A failed call is logged and
-// its count dropped, not retried: the counter is an estimate that its
-// owner reconciles. Stop makes the calls for what is pending before it
-// returns.
-type BacklogCounter interface {
-	Done(ctx context.Context, tenant string, n int64) error
+// Backlog is told of the messages that end (deleted after success,
+// dead-lettered or dropped; moves between queues do not end a message),
+// one Done per message, from the batch callbacks of the deletes: Done
+// must not block. backlog.Tracker gathers them per tenant and makes the
+// calls to the counter apart, so that a counter that does not answer
+// never holds up a delete batch, whose messages would run out of
+// visibility and be delivered again; backlog.Off keeps no counts.
+type Backlog interface {
+	Done(tenant string, n int64)
 }
+
+var (
+	_ Backlog = (*backlog.Tracker)(nil)
+	_ Backlog = backlog.Off{}
+)
 
 // Deduper remembers which messages ran, by id (dedupe.Memory,
 // dedupe.Redis).

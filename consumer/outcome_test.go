@@ -27,7 +27,7 @@ func (f limiterFunc) Admit(ctx context.Context, m *consumer.Message) (consumer.V
 	return f(ctx, m)
 }
 
-// counter records BacklogCounter.Done calls.
+// counter records Backlog.Done calls.
 type counter struct {
 	mu    sync.Mutex
 	calls []string // "tenant:n"
@@ -36,13 +36,12 @@ type counter struct {
 
 func newCounter() *counter { return &counter{done: make(chan string, 100)} }
 
-func (c *counter) Done(_ context.Context, tenant string, n int64) error {
+func (c *counter) Done(tenant string, n int64) {
 	s := fmt.Sprintf("%s:%d", tenant, n)
 	c.mu.Lock()
 	c.calls = append(c.calls, s)
 	c.mu.Unlock()
 	c.done <- s
-	return nil
 }
 
 func (c *counter) got() []string {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/fleet"
@@ -177,6 +178,12 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 		Backend: memory, Names: names, Handler: consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil }),
 		Limiter: limiter, ObserveFunc: autoscaling.Observe, Registerer: rec,
 	})
+	check(err)
+	counter, err := backlog.New(backlog.Config{Redis: rdb, Prefix: prefix})
+	if err != nil {
+		return nil, err
+	}
+	_, err = backlog.NewTracker(backlog.TrackerConfig{Counter: counter, Depths: memory, Queues: names.Live, Registerer: rec, RedisMetrics: redisMetrics})
 	check(err)
 	_, err = schedule.New(schedule.Config{Backend: memory, Queue: names.Live[0], Redis: rdb, KeyPrefix: prefix, Registerer: rec})
 	check(err)

@@ -257,7 +257,7 @@ func TestTenantSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := setup(t, func(c *gateway.Config) { c.Backlog = counter })
+	f := setup(t, func(c *gateway.Config) { c.Backlog = tracker(t, backlog.TrackerConfig{Counter: counter}) })
 	for range 3 {
 		f.do(t, request{key: slowKey, body: `{"body":"x"}`}) // 2 admitted, 1 refused
 	}
@@ -289,12 +289,8 @@ func TestTenantCountsAcrossGateways(t *testing.T) {
 		fl.post(i%2, acmeKey, `{"body":"x"}`, nil)
 	}
 	fl.post(0, acmeKey, `{"bdy":"x"}`, nil)
-	// Stopping flushes the gateways' counts.
-	for _, gw := range fl.gws {
-		if err := gw.Stop(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Stopping flushes the gateways' counts, then their backlog counts.
+	fl.stop(t)
 	req := request{method: "GET", path: "/v1/tenant", key: acmeKey}
 	w := (&fixture{srv: fl.gws[1]}).do(t, req)
 	got := decode[map[string]any](t, w)

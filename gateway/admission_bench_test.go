@@ -36,9 +36,16 @@ func BenchmarkAdmit(b *testing.B) {
 		}
 		return s
 	}
+	trackerOf := func(c *backlog.Counter) *backlog.Tracker {
+		tr, err := backlog.NewTracker(backlog.TrackerConfig{Counter: c})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tr
+	}
 	memBacklog, _ := backlog.New(backlog.Config{})
 	b.Run("local", func(b *testing.B) {
-		s := newServer(throttle.NewLocalLimiter(throttle.LocalConfig{}), memBacklog)
+		s := newServer(throttle.NewLocalLimiter(throttle.LocalConfig{}), trackerOf(memBacklog))
 		benchAdmit(b, s, t)
 	})
 	b.Run("redis", func(b *testing.B) {
@@ -53,7 +60,7 @@ func BenchmarkAdmit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchAdmit(b, newServer(rl, bl), t)
+		benchAdmit(b, newServer(rl, trackerOf(bl)), t)
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/tenant"
@@ -19,7 +21,6 @@ type fixedBacklog struct {
 	mu    sync.Mutex
 	n     map[string]int64
 	added map[string]int64
-	err   error
 }
 
 func (b *fixedBacklog) set(tenant string, n int64) {
@@ -31,26 +32,34 @@ func (b *fixedBacklog) set(tenant string, n int64) {
 	b.n[tenant] = n
 }
 
-func (b *fixedBacklog) fail(err error) {
-	b.mu.Lock()
-	b.err = err
-	b.mu.Unlock()
-}
-
-func (b *fixedBacklog) Add(_ context.Context, tenant string, n int64) error {
+func (b *fixedBacklog) Add(tenant string, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.added == nil {
 		b.added = map[string]int64{}
 	}
 	b.added[tenant] += n
-	return b.err
 }
 
-func (b *fixedBacklog) Get(_ context.Context, tenant string) (int64, error) {
+func (b *fixedBacklog) Get(_ context.Context, tenant string) (int64, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.n[tenant], b.err
+	return b.n[tenant], true, nil
+}
+
+// tracker returns a started backlog tracker over counter, with the
+// gateway's metrics of Redis, stopped when the test ends.
+func tracker(t testing.TB, cfg backlog.TrackerConfig) *backlog.Tracker {
+	t.Helper()
+	tr, err := backlog.NewTracker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Stop(context.Background()) })
+	return tr
 }
 
 // bpTenant admits 100/s with a bucket of 100, shrinking from a backlog of
@@ -143,7 +152,7 @@ func TestBacklogCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := setup(t, func(c *gateway.Config) { c.Backlog = counter })
+	f := setup(t, func(c *gateway.Config) { c.Backlog = tracker(t, backlog.TrackerConfig{Counter: counter}) })
 	for range 3 {
 		f.do(t, request{key: acmeKey, body: `{"body":"x"}`})
 	}
@@ -162,10 +171,16 @@ func TestBacklogUnreachable(t *testing.T) {
 	for _, closed := range []bool{false, true} {
 		t.Run("fail closed "+strconv.FormatBool(closed), func(t *testing.T) {
 			t.Parallel()
-			bl := &fixedBacklog{}
-			bl.set("bp", 5000) // would be full
-			bl.fail(errors.New("dial tcp: connection refused"))
-			f := setup(t, withTenants(bpTenant), func(c *gateway.Config) { c.Backlog = bl; c.FailClosed = closed })
+			// A Redis that refuses connections.
+			client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+			t.Cleanup(func() { client.Close() })
+			counter, err := backlog.New(backlog.Config{Redis: client, Prefix: "unreachable:"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := setup(t, withTenants(bpTenant), func(c *gateway.Config) {
+				c.Backlog = tracker(t, backlog.TrackerConfig{Counter: counter, FailClosed: closed, RedisMetrics: c.RedisMetrics})
+			})
 			w := f.do(t, request{key: "bp-key", body: `{"body":"x"}`})
 			want := http.StatusAccepted
 			if closed {

@@ -116,8 +116,10 @@
 // # Life cycle
 //
 // New builds a Server (an http.Handler); Start before serving (it starts
-// the batcher, the reconciliation of backlogs every ReconcileEvery, and,
-// with Redis, the flush of tenant counts). At shutdown, first
+// the batcher, the backend probe and, with Redis, the flush of tenant
+// counts). The backlog counts are a component of their own
+// (backlog.Tracker, which reconciles them), started before the gateway
+// and stopped after it. At shutdown, first
 // http.Server.Shutdown: it stops accepting and waits for the handlers,
 // which wait for their sends. Then Stop: it flushes the batches still
 // pending, waits for their sends and stops the loops. Enqueues after Stop

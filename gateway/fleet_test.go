@@ -33,6 +33,33 @@ type fleet struct {
 	names   queue.Names
 	backlog *backlog.Counter // a worker's view of the backlogs
 	gws     []*gateway.Server
+	counts  []*backlog.Tracker // of each gateway
+}
+
+// stop stops the gateways, then their backlog counts, which the gateways
+// added to until then: their counts are applied.
+func (fl *fleet) stop(t *testing.T) {
+	t.Helper()
+	for _, gw := range fl.gws {
+		if err := gw.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tr := range fl.counts {
+		if err := tr.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// flushCounts applies the backlog counts the gateways gathered so far.
+func (fl *fleet) flushCounts(t *testing.T) {
+	t.Helper()
+	for _, tr := range fl.counts {
+		if err := tr.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // newFleet starts n gateways on real Redis and fauxqs.
@@ -72,7 +99,7 @@ func newFleet(t *testing.T, n int, tenants []tenant.Spec, change ...func(*gatewa
 		if err != nil {
 			t.Fatal(err)
 		}
-		bl, err := backlog.New(backlog.Config{Redis: fl.redis, Prefix: keyPrefix})
+		counter, err := backlog.New(backlog.Config{Redis: fl.redis, Prefix: keyPrefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,6 +108,8 @@ func newFleet(t *testing.T, n int, tenants []tenant.Spec, change ...func(*gatewa
 		if err != nil {
 			t.Fatal(err)
 		}
+		bl := tracker(t, backlog.TrackerConfig{Counter: counter, RedisMetrics: redisMetrics})
+		fl.counts = append(fl.counts, bl)
 		cfg := gateway.Config{
 			RedisMetrics: redisMetrics,
 			Backend:      fl.flaky,
@@ -312,6 +341,7 @@ func TestBackpressureOnRedis(t *testing.T) {
 	if most := 50 + int(50*time.Since(start).Seconds()); admitted < 50 || admitted > most {
 		t.Errorf("admitted %d at once at a backlog of 1500, want 50 to %d", admitted, most)
 	}
+	fl.flushCounts(t)
 	if n, _ := fl.backlog.Get(ctx, "bp"); n != int64(1500+admitted) {
 		t.Errorf("backlog %d, want 1500 + the %d admitted", n, admitted)
 	}

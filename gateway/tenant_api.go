@@ -25,10 +25,8 @@ func (s *Server) handleTenant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := tenantSelf{ID: t.ID, Limits: t.Limits.Limits()}
-	if s.cfg.Backlog != nil {
-		if n, err := s.cfg.Backlog.Get(r.Context(), t.ID); err == nil {
-			out.Backlog = &n
-		}
+	if n, known, err := s.cfg.Backlog.Get(r.Context(), t.ID); err == nil && known {
+		out.Backlog = &n
 	}
 	out.Admitted, out.Rejected, _ = s.stats.get(r.Context(), t.ID)
 	writeJSON(w, http.StatusOK, out)

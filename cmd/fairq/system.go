@@ -43,6 +43,15 @@ type component interface {
 	Stop(ctx context.Context) error
 }
 
+// backlogCounts are the tenants' backlog counts a process keeps: a
+// backlog.Tracker, or backlog.Off when no count can be shared.
+type backlogCounts interface {
+	component
+	gateway.Backlog
+	consumer.Backlog
+	Flush(ctx context.Context) error
+}
+
 // role is what a process runs.
 type role int
 
@@ -67,7 +76,7 @@ type system struct {
 	degrade *degrade.Metrics
 
 	tenants   *tenant.Registry
-	backlog   *backlog.Counter // nil when no count can be shared: see newSystem
+	backlog   backlogCounts // backlog.Off when no count can be shared: see newSystem
 	tracker   *sharding.Tracker
 	gateway   *gateway.Server
 	worker    *consumer.Worker
@@ -135,12 +144,14 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 	// backpressure would refuse tenants for others' messages, so they keep
 	// no counters and say so.
 	if s.redis != nil || r == roleDev {
-		s.backlog, err = backlog.New(backlog.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix()})
-		if err != nil {
-			return nil, fmt.Errorf("backlog counters: %w", err)
+		if s.backlog, err = s.backlogTracker(); err != nil {
+			return nil, fmt.Errorf("backlog counts: %w", err)
 		}
-	} else if r == roleGateway {
-		logger.Warn("no redis.addr: backlog counters and backpressure are off (soft_backlog and max_backlog need the counts a worker shares through Redis)")
+	} else {
+		s.backlog = backlog.Off{}
+		if r == roleGateway {
+			logger.Warn("no redis.addr: backlog counters and backpressure are off (soft_backlog and max_backlog need the counts a worker shares through Redis)")
+		}
 	}
 	var trackerMetrics prometheus.Registerer
 	var trackerRedis *degrade.Metrics
@@ -174,17 +185,37 @@ func tenantSpecs(file []config.Tenant) []tenant.Spec {
 	return specs
 }
 
+// backlogTracker returns the backlog counts of a process that can share
+// them: in Redis, or in this process for dev. Where messages are enqueued
+// the tracker also reconciles the counts with the queues' depths; a
+// worker's only takes away what ended.
+func (s *system) backlogTracker() (*backlog.Tracker, error) {
+	counter, err := backlog.New(backlog.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix()})
+	if err != nil {
+		return nil, err
+	}
+	cfg := backlog.TrackerConfig{
+		Counter:      counter,
+		FailClosed:   !s.cfg.Redis.FailOpen,
+		Logger:       s.logger,
+		RedisMetrics: s.degrade,
+	}
+	if s.role == roleDev || s.role == roleGateway {
+		cfg.Depths, cfg.Queues = s.backend, append(append([]string{}, s.names.Live...), s.names.Overflow, s.names.Backlog)
+	}
+	if s.role == roleDev || s.role == roleWorker {
+		cfg.Registerer = s.registry // fairq_worker_backlog_decrements_dropped_total
+	}
+	return backlog.NewTracker(cfg)
+}
+
 // keyPrefix starts every Redis key of the deployment, so that deployments
 // with different queue prefixes can share one Redis.
 func (s *system) keyPrefix() string { return s.cfg.SQS.QueuePrefix + ":" }
 
 // redriver returns the dead-letter redrive, back to each tenant's shard.
 func (s *system) redriver() (*consumer.Redriver, error) {
-	cfg := consumer.RedriveConfig{Backend: s.backend, Names: s.names, Picker: s.tracker, Logger: s.logger}
-	if s.backlog != nil {
-		cfg.Backlog = s.backlog
-	}
-	return consumer.NewRedriver(cfg)
+	return consumer.NewRedriver(consumer.RedriveConfig{Backend: s.backend, Names: s.names, Picker: s.tracker, Backlog: s.backlog, Logger: s.logger})
 }
 
 // redisOrNil returns the Redis client as the interface the packages take,
@@ -219,10 +250,6 @@ func (s *system) withGateway() error {
 	if err != nil {
 		return fmt.Errorf("redrive: %w", err)
 	}
-	var counts gateway.Backlog
-	if s.backlog != nil {
-		counts = s.backlog
-	}
 	s.gateway, err = gateway.New(gateway.Config{
 		Backend:           s.backend,
 		Names:             s.names,
@@ -231,7 +258,7 @@ func (s *system) withGateway() error {
 		Limiter:           limiter,
 		Redriver:          redriver,
 		AdminTokenSHA256:  s.cfg.Admin.TokenSHA256,
-		Backlog:           counts,
+		Backlog:           s.backlog,
 		FailClosed:        !s.cfg.Redis.FailOpen,
 		RedisMetrics:      s.degrade,
 		Redis:             s.redisOrNil(),
@@ -331,10 +358,6 @@ func (s *system) withWorker(h consumer.Handler) error {
 	if err != nil {
 		return err
 	}
-	var counts consumer.BacklogCounter
-	if s.backlog != nil {
-		counts = s.backlog
-	}
 	s.worker, err = consumer.New(consumer.Config{
 		Backend:                s.backend,
 		Names:                  s.names,
@@ -346,7 +369,7 @@ func (s *system) withWorker(h consumer.Handler) error {
 		InactivityTimeout:      w.InactivityTimeout,
 		Limiter:                limiter,
 		Dedupe:                 s.deduper(),
-		Backlog:                counts,
+		Backlog:                s.backlog,
 		ObserveFunc:            s.autoscaling.Observe,
 		Logger:                 s.logger,
 		Registerer:             s.registry,
@@ -421,11 +444,12 @@ func (s *system) pushHandler(url string) (consumer.Handler, error) {
 }
 
 // Start starts the parts in dependency order: the tenant registry first
-// (auth needs it), then the shard tracker, the gateway's batchers, the
+// (auth needs it), then the backlog counts (the gateway adds to them, the
+// worker takes away), the shard tracker, the gateway's batchers, the
 // worker and the scheduler of periodic tasks. On failure it stops what it
 // started.
 func (s *system) Start(ctx context.Context) error {
-	parts := []component{s.tenants}
+	parts := []component{s.tenants, s.backlog}
 	if s.gateway != nil {
 		parts = append(parts, s.tracker, s.gateway)
 	}
@@ -461,8 +485,9 @@ const partStop = 5 * time.Second
 // its lease), the worker (it finishes or releases in-flight jobs and
 // flushes deletes, within ctx: the grace period), then the lease renewer
 // (it releases what the worker held), the fleet registration, the gateway
-// (it flushes pending send batches), the tracker and the registry; last
-// the Redis connection. Each part after the worker has partStop of its own,
+// (it flushes pending send batches), the tracker, the backlog counts (they
+// apply what the gateway and the worker counted until they stopped) and
+// the registry; last the Redis connection. Each part after the worker has partStop of its own,
 // so that a worker that used the whole grace period leaves them time.
 func (s *system) Stop(ctx context.Context) error {
 	var errs []error
