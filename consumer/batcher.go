@@ -21,7 +21,7 @@ const batchParallel = 16
 // batchParallel at a time. Each entry's done, if not nil, gets the entry's
 // own outcome. done runs while its call still holds one of the
 // batchParallel slots, so it must not block: no call to Redis (a message's
-// end is only counted there, see backlogDones), and the one call to the
+// end is only counted there, see Backlog), and the one call to the
 // queue a move's outcome may make is bounded by ioTimeout.
 //
 // Its loop goroutine is started by start and ends, after flushing what is
