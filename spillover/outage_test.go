@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/consumer"
-	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/spillover"
 	"github.com/fairq/fairq/tenant"
@@ -52,10 +51,7 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	reg := prometheus.NewRegistry()
-	redisMetrics, err := degrade.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	redisMetrics := redisMetricsOn(t, reg)
 	share := func() int { return fleetSize }
 
 	primary, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: client, Prefix: prefix})

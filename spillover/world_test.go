@@ -119,6 +119,17 @@ type workerOptions struct {
 	redis            *redis.Client // the worker's own connection to the world's Redis; nil shares the world's
 }
 
+// redisMetricsOn registers, once, the metrics of the Redis fallbacks on
+// reg, as a process does.
+func redisMetricsOn(t testing.TB, reg *prometheus.Registry) *degrade.Metrics {
+	t.Helper()
+	m, err := degrade.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // worker is a consumer.Worker with the limits of package spillover, wired
 // as cmd wires it: with Redis, a fleet membership, a Redis semaphore and
 // rate limiter behind failover; without, local limits.
@@ -139,9 +150,7 @@ func (w *world) startWorker(o workerOptions) *worker {
 	log := slog.New(slog.DiscardHandler)
 	wk := &worker{reg: prometheus.NewRegistry()}
 	var err error
-	if wk.redis, err = degrade.NewMetrics(wk.reg); err != nil {
-		t.Fatal(err)
-	}
+	wk.redis = redisMetricsOn(t, wk.reg)
 	client := cmp.Or(o.redis, w.redis)
 	var shared redis.UniversalClient // nil, not a typed nil, without Redis
 	if client != nil {
