@@ -137,16 +137,9 @@ func NewTracker(cfg TrackerConfig) (*Tracker, error) {
 		pending: make(map[string]delta),
 		wake:    make(chan struct{}, 1),
 	}
-	down := degrade.Config{
-		Component: "backlog",
-		Metrics:   cfg.RedisMetrics,
-		Logger:    cfg.Logger,
-		Down:      "redis unreachable; going on with local state until it is back (fail open)",
-	}
-	if cfg.FailClosed {
-		down.Down, down.DownLevel = "redis unreachable; refusing until it is back (fail closed)", slog.LevelError
-	}
-	t.redis = degrade.New(down)
+	// The gateway's lines, since it is the one admission waits on.
+	t.redis = degrade.New(degrade.Config{Component: "backlog", Metrics: cfg.RedisMetrics, Logger: cfg.Logger, FailClosed: cfg.FailClosed,
+		Down: "redis unreachable; going on with local state until it is back (fail open)"})
 	if reg := cfg.Registerer; reg != nil {
 		if err := reg.Register(t.dropped); err != nil {
 			return nil, fmt.Errorf("backlog metrics: %w", err)

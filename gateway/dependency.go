@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/fairq/fairq/internal/degrade"
@@ -14,17 +13,14 @@ import (
 // which the gateway goes on without (fail open) or refuses without (fail
 // closed, 503): see package degrade.
 func (s *Server) newDependency(component string) *degrade.Dependency {
-	cfg := degrade.Config{
-		Component: component,
-		Metrics:   s.cfg.RedisMetrics,
-		Logger:    s.log,
-		Down:      "redis unreachable; going on with local state until it is back (fail open)",
-		Now:       s.cfg.Now,
-	}
-	if s.cfg.FailClosed {
-		cfg.Down, cfg.DownLevel = "redis unreachable; refusing until it is back (fail closed)", slog.LevelError
-	}
-	return degrade.New(cfg)
+	return degrade.New(degrade.Config{
+		Component:  component,
+		Metrics:    s.cfg.RedisMetrics,
+		Logger:     s.log,
+		Down:       "redis unreachable; going on with local state until it is back (fail open)",
+		FailClosed: s.cfg.FailClosed, // the default Closed line
+		Now:        s.cfg.Now,
+	})
 }
 
 // failed records a failure of d; it returns the error to answer with when

@@ -83,19 +83,12 @@ func NewFailoverLimiter(cfg FailoverConfig) (*FailoverLimiter, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	dep := degrade.Config{
-		Component: cfg.Component,
-		Metrics:   cfg.RedisMetrics,
-		Logger:    cfg.Logger,
-		Down:      "redis unreachable; rate limits are local to this process until it is back (fail open)",
-		Up:        "redis is back; rate limits are shared again",
-		Cooldown:  cfg.Cooldown,
-		Now:       cfg.Now,
-	}
-	if cfg.FailClosed {
-		dep.Down, dep.DownLevel = "redis unreachable; refusing admission until it is back (fail closed)", slog.LevelError
-	}
-	return &FailoverLimiter{cfg: cfg, dep: degrade.New(dep)}, nil
+	dep := degrade.New(degrade.Config{Component: cfg.Component, Metrics: cfg.RedisMetrics, Logger: cfg.Logger, Cooldown: cfg.Cooldown, Now: cfg.Now,
+		Down:       "redis unreachable; rate limits are local to this process until it is back (fail open)",
+		FailClosed: cfg.FailClosed, Closed: "redis unreachable; refusing admission until it is back (fail closed)",
+		Up: "redis is back; rate limits are shared again",
+	})
+	return &FailoverLimiter{cfg: cfg, dep: dep}, nil
 }
 
 // Allow implements RateLimiter.

@@ -82,19 +82,12 @@ func NewFailoverSemaphore(cfg FailoverSemaphoreConfig) (*FailoverSemaphore, erro
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	dep := degrade.Config{
-		Component: cfg.Component,
-		Metrics:   cfg.RedisMetrics,
-		Logger:    cfg.Logger,
-		Down:      "redis unreachable; concurrency limits are local, limit divided by the fleet size, until it is back (fail open)",
-		Up:        "redis is back; concurrency limits are shared again",
-		Cooldown:  cfg.Cooldown,
-		Now:       cfg.Now,
-	}
-	if cfg.FailClosed {
-		dep.Down, dep.DownLevel = "redis unreachable; refusing slots until it is back (fail closed)", slog.LevelError
-	}
-	return &FailoverSemaphore{cfg: cfg, local: NewLocalSemaphore(), dep: degrade.New(dep)}, nil
+	dep := degrade.New(degrade.Config{Component: cfg.Component, Metrics: cfg.RedisMetrics, Logger: cfg.Logger, Cooldown: cfg.Cooldown, Now: cfg.Now,
+		Down:       "redis unreachable; concurrency limits are local, limit divided by the fleet size, until it is back (fail open)",
+		FailClosed: cfg.FailClosed, Closed: "redis unreachable; refusing slots until it is back (fail closed)",
+		Up: "redis is back; concurrency limits are shared again",
+	})
+	return &FailoverSemaphore{cfg: cfg, local: NewLocalSemaphore(), dep: dep}, nil
 }
 
 // TryAcquire implements Semaphore.

@@ -67,13 +67,16 @@ type Config struct {
 	Metrics *Metrics
 	// Logger receives the transitions; nil discards.
 	Logger *slog.Logger
-	// Down is logged when Redis fails: what the component does until it
-	// is back, e.g. "rate limits are local to this process until it is
-	// back (fail open)". Up is logged when it is back.
+	// Down is logged, at Warn, when Redis fails and the component goes on
+	// without it: what it does until it is back, e.g. "rate limits are
+	// local to this process until it is back (fail open)". Up is logged
+	// when it is back.
 	Down, Up string
-	// DownLevel is the level of the Down line: Warn (the default) when
-	// the component goes on, Error when it refuses.
-	DownLevel slog.Level
+	// FailClosed says the component refuses while Redis is down
+	// (redis.fail_open: false): then Closed is logged, at Error, instead
+	// of Down.
+	FailClosed bool
+	Closed     string
 	// Cooldown is how long Redis is left alone after a failure; zero
 	// uses CooldownDefault, negative asks it every time.
 	Cooldown time.Duration
@@ -102,9 +105,7 @@ func New(cfg Config) *Dependency {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	cfg.Down = cmp.Or(cfg.Down, "redis unreachable; going on without it until it is back")
 	cfg.Up = cmp.Or(cfg.Up, "redis is back")
-	if cfg.DownLevel == 0 {
-		cfg.DownLevel = slog.LevelWarn
-	}
+	cfg.Closed = cmp.Or(cfg.Closed, "redis unreachable; refusing until it is back (fail closed)")
 	if cfg.Cooldown == 0 {
 		cfg.Cooldown = CooldownDefault
 	}
@@ -136,7 +137,11 @@ func (d *Dependency) Failed(ctx context.Context, err error, attrs ...slog.Attr) 
 		return false
 	}
 	d.degraded.Set(1)
-	d.cfg.Logger.LogAttrs(ctx, d.cfg.DownLevel, d.cfg.Down, append([]slog.Attr{slog.String("component", d.cfg.Component), slog.Any("err", err)}, attrs...)...)
+	level, line := slog.LevelWarn, d.cfg.Down
+	if d.cfg.FailClosed {
+		level, line = slog.LevelError, d.cfg.Closed
+	}
+	d.cfg.Logger.LogAttrs(ctx, level, line, append([]slog.Attr{slog.String("component", d.cfg.Component), slog.Any("err", err)}, attrs...)...)
 	return true
 }
 

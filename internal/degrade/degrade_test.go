@@ -134,3 +134,26 @@ func BenchmarkUp(b *testing.B) {
 		}
 	})
 }
+
+// TestFailClosedLine: a component that refuses without Redis says so at
+// Error, with its Closed line (or the default one) instead of Down.
+func TestFailClosedLine(t *testing.T) {
+	for _, tt := range []struct {
+		closed   bool
+		line     string
+		wantLine string
+		level    string
+	}{
+		{false, "", "going local", "level=WARN"},
+		{true, "", "redis unreachable; refusing until it is back (fail closed)", "level=ERROR"},
+		{true, "refusing slots", "refusing slots", "level=ERROR"},
+	} {
+		var log bytes.Buffer
+		d := degrade.New(degrade.Config{Component: "c", Logger: slog.New(slog.NewTextHandler(&log, nil)),
+			Down: "going local", FailClosed: tt.closed, Closed: tt.line})
+		d.Failed(context.Background(), errors.New("refused"))
+		if got := log.String(); !strings.Contains(got, tt.level) || !strings.Contains(got, `msg="`+tt.wantLine+`"`) {
+			t.Errorf("closed %v, Closed %q: logged %q, want %s and %q", tt.closed, tt.line, got, tt.level, tt.wantLine)
+		}
+	}
+}
