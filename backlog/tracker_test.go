@@ -1,12 +1,10 @@
 package backlog_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,24 +18,6 @@ import (
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
 )
-
-// trackerOf returns a started Tracker over c, stopped when the test ends.
-func trackerOf(t *testing.T, cfg backlog.TrackerConfig) *backlog.Tracker {
-	t.Helper()
-	tr, err := backlog.NewTracker(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tr.Stop(context.Background()); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
-	return tr
-}
 
 func known(t *testing.T, tr *backlog.Tracker, tenant string) int64 {
 	t.Helper()
@@ -111,24 +91,6 @@ func TestTrackerFlush(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination safe for the tracker's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestTrackerRedisDown: while Redis is unreachable, Get answers that the
 // count is unknown (fail open, counted as a fallback) or ErrUnavailable
 // (fail closed), the ended messages of the rounds are dropped and
@@ -151,7 +113,7 @@ func TestTrackerRedisDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs syncBuffer
+			var logs testenv.LogBuffer
 			tr, err := backlog.NewTracker(backlog.TrackerConfig{Counter: c, FailClosed: closed, Registerer: reg, RedisMetrics: redisMetrics,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
@@ -287,7 +249,11 @@ func TestTrackerReconciles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := trackerOf(t, backlog.TrackerConfig{Counter: c, Depths: mem, Queues: []string{"live", "overflow"}, ReconcileEvery: time.Minute})
+		tr, err := backlog.NewTracker(backlog.TrackerConfig{Counter: c, Depths: mem, Queues: []string{"live", "overflow"}, ReconcileEvery: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.Started(t, tr)
 		tr.Add("a", 10)
 		time.Sleep(time.Minute) // the first reading: 3
 		synctest.Wait()

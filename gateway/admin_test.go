@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,28 +13,11 @@ import (
 
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/tenant"
 )
 
 const adminToken = "the-admin-token"
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fakeRedriver records its calls.
 type fakeRedriver struct {
@@ -103,7 +85,7 @@ func TestAdminAuth(t *testing.T) {
 
 func TestAdminTenants(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	f := setup(t, withAdmin, func(c *gateway.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})

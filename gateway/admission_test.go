@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/tenant"
 )
 
@@ -47,19 +48,14 @@ func (b *fixedBacklog) Get(_ context.Context, tenant string) (int64, bool, error
 	return b.n[tenant], true, nil
 }
 
-// tracker returns a started backlog tracker over counter, with the
-// gateway's metrics of Redis, stopped when the test ends.
+// tracker returns a started backlog tracker, stopped when the test ends.
 func tracker(t testing.TB, cfg backlog.TrackerConfig) *backlog.Tracker {
 	t.Helper()
 	tr, err := backlog.NewTracker(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Stop(context.Background()) })
-	return tr
+	return testenv.Started(t, tr)
 }
 
 // bpTenant admits 100/s with a bucket of 100, shrinking from a backlog of

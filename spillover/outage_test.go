@@ -1,11 +1,9 @@
 package spillover_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,24 +17,6 @@ import (
 	"github.com/fairq/fairq/throttle"
 )
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLimitsFailOpenWhileRedisDown: while Redis is unreachable a worker
 // enforces its share of each tenant's limits locally (the limit divided
 // by the fleet size), says so in a log line and a metric, and goes back to
@@ -48,7 +28,7 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { client.Close() })
 	prefix := testenv.Prefix(t) + ":"
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	reg := prometheus.NewRegistry()
 	redisMetrics := redisMetricsOn(t, reg)
