@@ -186,15 +186,9 @@ func (t *Tracker) Get(ctx context.Context, tenant string) (n int64, known bool, 
 	if t.redis.Resting() {
 		return t.without(ctx, errResting)
 	}
-	if t.local {
-		n, err = t.cfg.Counter.Get(ctx, tenant)
-	} else {
-		// Bounded, so that a Redis that does not answer costs an
-		// admission CallTimeout at most, once a cooldown.
-		cctx, cancel := context.WithTimeout(ctx, t.cfg.CallTimeout)
-		n, err = t.cfg.Counter.Get(cctx, tenant)
-		cancel()
-	}
+	// Bounded, so that a Redis that does not answer costs an admission
+	// CallTimeout at most, once a cooldown.
+	n, err = t.cfg.Counter.get(ctx, tenant, t.cfg.CallTimeout)
 	switch {
 	case err == nil:
 		t.redis.OK(ctx)
