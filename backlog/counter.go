@@ -142,14 +142,26 @@ func (c *Counter) Done(ctx context.Context, tenant string, n int64) error {
 // Get returns a tenant's count. From Redis, the answer may be MaxStale old
 // but includes this process's Adds since.
 func (c *Counter) Get(ctx context.Context, tenant string) (int64, error) {
+	return c.get(ctx, tenant, 0)
+}
+
+// get is Get with the call to Redis, when the cache does not answer,
+// bounded by timeout (0: by ctx alone).
+func (c *Counter) get(ctx context.Context, tenant string, timeout time.Duration) (int64, error) {
 	now := c.cfg.Now()
-	if _, mem := c.store.(*memStore); !mem && c.cfg.MaxStale > 0 {
+	_, mem := c.store.(*memStore)
+	if !mem && c.cfg.MaxStale > 0 {
 		c.mu.Lock()
 		e, ok := c.cache[tenant]
 		c.mu.Unlock()
 		if ok && now.Sub(e.at) < c.cfg.MaxStale {
 			return e.n, nil
 		}
+	}
+	if timeout > 0 && !mem { // in process, nothing to wait for
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
 	n, err := c.store.take(ctx, tenant, c.cutoff(now), 0)
 	if err != nil {

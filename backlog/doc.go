@@ -1,10 +1,18 @@
 // Package backlog counts, per tenant, the messages fairq has accepted and
-// not yet finished: the backlog the gateway's backpressure acts on
-// (DESIGN.md §5). The gateway calls Add once SQS acknowledged messages;
-// the worker calls Done when a message ends (deleted after success,
-// dead-lettered or dropped; a move between queues does not end it). With
-// Redis the counters are shared by the fleet; without, they live in the
-// process.
+// not yet finished: the backlog the gateway's backpressure acts on. The
+// gateway adds messages once SQS acknowledged them; the worker takes away
+// a message when it ends (deleted after success, dead-lettered or
+// dropped; a move between queues does not end it). With Redis the counts
+// are shared by the fleet; without, they live in the process.
+//
+// A Counter holds the counts. A process holds a Tracker over it, a
+// component with Start and Stop: its Add and Done never block (with
+// Redis a goroutine applies them, gathered per tenant, so that a Redis
+// that does not answer holds up no 202 and no delete), its Get answers
+// admission with the process's own pending counts included, its outage
+// is said once (package degrade), and between Start and Stop it
+// reconciles the counts. A gateway and a worker that run apart without
+// Redis keep no counts: Off.
 //
 // # Reconciliation
 //
@@ -28,9 +36,9 @@
 //     backlog: visible, in flight and delayed), taking the excess from the
 //     oldest buckets. No tenant can hold more messages than the queues do,
 //     so a count above that is drift; when the queues drain, every count
-//     returns to zero. The gateway calls Reconcile about once a minute
-//     with the larger of its last two readings of the depths, since SQS's
-//     approximate counts lag behind sends.
+//     returns to zero. The gateway's Tracker calls Reconcile about once a
+//     minute with the larger of its last two readings of the depths,
+//     since SQS's approximate counts lag behind sends.
 //
 // So a tenant can never be left blocked by a lost Done for longer than it
 // takes the queues to hold fewer than its max_backlog messages, and never

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/fairq/fairq/client"
-	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/tenant"
 )
 
 // BenchmarkEnqueue is one Enqueue round trip over loopback HTTP to a real
@@ -13,7 +13,7 @@ import (
 // decoding, net/http's, and the gateway's work for one message.
 func BenchmarkEnqueue(b *testing.B) {
 	rate, burst := 1e9, 1<<30
-	url, stop := startGateway(config.Limits{IngestRate: &rate, IngestBurst: &burst})
+	url, stop := startGateway(tenant.Limits{IngestRate: &rate, IngestBurst: &burst})
 	defer stop()
 	c, err := client.New(url, "acme-key")
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 
 	"github.com/fairq/fairq/client"
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
 	"github.com/fairq/fairq/queue"
@@ -17,14 +16,14 @@ import (
 // startGateway runs a gateway in process, on the memory backend, for the
 // tenant acme with the API key "acme-key", and returns its URL and how to
 // stop it. limits are acme's own.
-func startGateway(limits config.Limits) (url string, stop func()) {
+func startGateway(limits tenant.Limits) (url string, stop func()) {
 	ctx := context.Background()
 	backend := queue.NewMemory(queue.MemoryConfig{})
 	names := queue.PoolNames("fairq", 2)
 	for _, n := range names.All() {
 		backend.Create(ctx, queue.Spec{Name: n})
 	}
-	tenants, err := tenant.New(tenant.Config{Tenants: []config.Tenant{
+	tenants, err := tenant.New(tenant.Config{Tenants: []tenant.Spec{
 		{ID: "acme", APIKeys: []string{tenant.HashKey("acme-key")}, Limits: limits},
 	}})
 	if err != nil {
@@ -48,7 +47,7 @@ func startGateway(limits config.Limits) (url string, stop func()) {
 }
 
 func ExampleClient_Enqueue() {
-	url, stop := startGateway(config.Limits{})
+	url, stop := startGateway(tenant.Limits{})
 	defer stop()
 
 	c, err := client.New(url, "acme-key")
@@ -67,7 +66,7 @@ func ExampleClient_Enqueue() {
 }
 
 func ExampleClient_EnqueueBatch() {
-	url, stop := startGateway(config.Limits{})
+	url, stop := startGateway(tenant.Limits{})
 	defer stop()
 
 	c, err := client.New(url, "acme-key")
@@ -97,7 +96,7 @@ func ExampleClient_EnqueueBatch() {
 }
 
 func ExampleWithIdempotencyKeys() {
-	url, stop := startGateway(config.Limits{})
+	url, stop := startGateway(tenant.Limits{})
 	defer stop()
 
 	c, err := client.New(url, "acme-key", client.WithIdempotencyKeys())
@@ -116,7 +115,7 @@ func ExampleWithIdempotencyKeys() {
 }
 
 func ExampleError() {
-	url, stop := startGateway(config.Limits{})
+	url, stop := startGateway(tenant.Limits{})
 	defer stop()
 
 	c, err := client.New(url, "not-a-key")
@@ -133,7 +132,7 @@ func ExampleError() {
 
 func ExampleClient_Tenant() {
 	rate, burst := 5.0, 10
-	url, stop := startGateway(config.Limits{IngestRate: &rate, IngestBurst: &burst})
+	url, stop := startGateway(tenant.Limits{IngestRate: &rate, IngestBurst: &burst})
 	defer stop()
 
 	c, err := client.New(url, "acme-key")

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/fairq/fairq/tenant"
+)
 
 // Config is the whole configuration of a fairq process. The YAML keys are
 // a contract (the README's configuration table); every scalar key can be overridden by an
@@ -19,7 +23,7 @@ type Config struct {
 	Pool    Pool   `yaml:"pool"`
 	// Defaults are the limits of a tenant that sets none; every field is
 	// set in a valid Config.
-	Defaults Limits `yaml:"defaults"`
+	Defaults tenant.Limits `yaml:"defaults"`
 	// Tenants are the tenants defined in the file. They cannot be set from
 	// the environment; more can be added at run time through the admin API.
 	Tenants []Tenant `yaml:"tenants"`
@@ -91,32 +95,6 @@ type Pool struct {
 	ShardSize int `yaml:"shard_size"`
 }
 
-// Limits are a tenant's limits, with the same names in YAML and in the
-// admin API's JSON. A nil field takes the value of
-// Config.Defaults, so that "unset" differs from 0; Config.Resolve turns
-// Limits into concrete values.
-type Limits struct {
-	// IngestRate is the messages per second admitted at the front door.
-	IngestRate *float64 `yaml:"ingest_rate,omitempty" json:"ingest_rate,omitempty"`
-	// IngestBurst is the token bucket size of IngestRate.
-	IngestBurst *int `yaml:"ingest_burst,omitempty" json:"ingest_burst,omitempty"`
-	// ProcessRate is the messages per second started by workers,
-	// fleet-wide.
-	ProcessRate *float64 `yaml:"process_rate,omitempty" json:"process_rate,omitempty"`
-	// ProcessBurst is the token bucket size of ProcessRate.
-	ProcessBurst *int `yaml:"process_burst,omitempty" json:"process_burst,omitempty"`
-	// Concurrency is the messages in progress at once, fleet-wide.
-	Concurrency *int `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
-	// SoftBacklog is the backlog at which admission starts shrinking.
-	SoftBacklog *int `yaml:"soft_backlog,omitempty" json:"soft_backlog,omitempty"`
-	// MaxBacklog is the backlog at which admission stops.
-	MaxBacklog *int `yaml:"max_backlog,omitempty" json:"max_backlog,omitempty"`
-	// DropAge, when above 0, replaces worker.drop_age for the tenant's
-	// messages: older than this, they are dropped unprocessed. For
-	// tenants whose data a periodic full sync supersedes.
-	DropAge *Duration `yaml:"drop_age,omitempty" json:"drop_age,omitempty"`
-}
-
 // Tenant is a tenant defined in the configuration file.
 type Tenant struct {
 	// ID names the tenant: 1–64 letters, digits, '-', '_' or '.'.
@@ -125,7 +103,7 @@ type Tenant struct {
 	// "sha256:<64 lowercase hex>" as `fairq keys hash` prints it.
 	APIKeys []string `yaml:"api_keys"`
 	// Limits override Config.Defaults field by field.
-	Limits `yaml:",inline"`
+	tenant.Limits `yaml:",inline"`
 }
 
 // Worker configures the consumer daemon, with aws-sqsd's names and defaults.
@@ -191,20 +169,12 @@ type Gateway struct {
 // no tenants.
 func Default() Config {
 	return Config{
-		Listen:  "127.0.0.1:8080",
-		Backend: BackendMemory,
-		SQS:     SQS{Region: "us-east-1", QueuePrefix: "fairq"},
-		Redis:   Redis{Mode: RedisSingle, FailOpen: true},
-		Pool:    Pool{Queues: 8, ShardSize: 2},
-		Defaults: Resolved{
-			IngestRate:   100,
-			IngestBurst:  200,
-			ProcessRate:  100,
-			ProcessBurst: 100,
-			Concurrency:  10,
-			SoftBacklog:  1000,
-			MaxBacklog:   10000,
-		}.Limits(),
+		Listen:   "127.0.0.1:8080",
+		Backend:  BackendMemory,
+		SQS:      SQS{Region: "us-east-1", QueuePrefix: "fairq"},
+		Redis:    Redis{Mode: RedisSingle, FailOpen: true},
+		Pool:     Pool{Queues: 8, ShardSize: 2},
+		Defaults: tenant.LimitsDefault.Limits(),
 		Worker: Worker{
 			PushURL:                "http://127.0.0.1:80/",
 			MimeType:               "application/json",

@@ -1,13 +1,14 @@
 package config
 
 import (
-	"encoding/json"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fairq/fairq/tenant"
 )
 
 func TestDefault(t *testing.T) {
@@ -24,11 +25,11 @@ func TestDefault(t *testing.T) {
 		SQS:     SQS{Region: "us-east-1", QueuePrefix: "fairq"},
 		Redis:   Redis{Mode: "single", FailOpen: true},
 		Pool:    Pool{Queues: 8, ShardSize: 2},
-		Defaults: Limits{
+		Defaults: tenant.Limits{
 			IngestRate: ptr(100.0), IngestBurst: ptr(200),
 			ProcessRate: ptr(100.0), ProcessBurst: ptr(100),
 			Concurrency: ptr(10), SoftBacklog: ptr(1000), MaxBacklog: ptr(10000),
-			DropAge: ptr(Duration(0)),
+			DropAge: ptr(tenant.Duration(0)),
 		},
 		Worker: Worker{
 			PushURL:                "http://127.0.0.1:80/",
@@ -74,12 +75,12 @@ func TestExampleFile(t *testing.T) {
 		{
 			ID:      "acme",
 			APIKeys: []string{"sha256:17f5be860f87d948cde6f12382a03d5c215d5ec965720e80f2844fdb4041d20f"},
-			Limits:  Limits{IngestRate: ptr(500.0)},
+			Limits:  tenant.Limits{IngestRate: ptr(500.0)},
 		},
 		{
 			ID:      "batch.reports",
 			APIKeys: []string{"sha256:d087fb7c0adf270f5be1f4c015f22c2955a1fef05021230ff13df4cd9c3bef39"},
-			Limits:  Limits{Concurrency: ptr(2), ProcessRate: ptr(5.5), MaxBacklog: ptr(500), SoftBacklog: ptr(100)},
+			Limits:  tenant.Limits{Concurrency: ptr(2), ProcessRate: ptr(5.5), MaxBacklog: ptr(500), SoftBacklog: ptr(100)},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -120,65 +121,5 @@ func TestExampleFileSetsEveryKey(t *testing.T) {
 	}
 	if diff := cmp.Diff(keys, written); diff != "" {
 		t.Errorf("keys of fairq.example.yaml (-Config +file):\n%s", diff)
-	}
-}
-
-func TestResolve(t *testing.T) {
-	t.Parallel()
-	c := Default()
-	c.Defaults.Concurrency = ptr(7)
-	tests := []struct {
-		name   string
-		limits Limits
-		want   Resolved
-	}{
-		{"none set", Limits{}, Resolved{100, 200, 100, 100, 7, 1000, 10000, 0}},
-		{"zero is a value", Limits{SoftBacklog: ptr(0)}, Resolved{100, 200, 100, 100, 7, 0, 10000, 0}},
-		{"every field", Resolved{1, 2, 3, 4, 5, 6, 7, time.Hour}.Limits(), Resolved{1, 2, 3, 4, 5, 6, 7, time.Hour}},
-		{"some fields", Limits{IngestRate: ptr(0.5), MaxBacklog: ptr(50), DropAge: ptr(Duration(72 * time.Hour))}, Resolved{0.5, 200, 100, 100, 7, 1000, 50, 72 * time.Hour}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if diff := cmp.Diff(tt.want, c.Resolve(tt.limits)); diff != "" {
-				t.Errorf("Resolve (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.want, c.TenantLimits(Tenant{ID: "t", Limits: tt.limits})); diff != "" {
-				t.Errorf("TenantLimits (-want +got):\n%s", diff)
-			}
-		})
-	}
-	t.Run("defaults with holes fall back to Default", func(t *testing.T) {
-		t.Parallel()
-		var empty Config
-		if diff := cmp.Diff(Resolved{100, 200, 100, 100, 10, 1000, 10000, 0}, empty.Resolve(Limits{})); diff != "" {
-			t.Errorf("Resolve (-want +got):\n%s", diff)
-		}
-	})
-}
-
-// TestLimitsJSON: the admin API's form of limits writes and reads durations
-// as Go duration strings.
-func TestLimitsJSON(t *testing.T) {
-	t.Parallel()
-	l := Limits{Concurrency: ptr(3), DropAge: ptr(Duration(72 * time.Hour))}
-	b, err := json.Marshal(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"concurrency":3,"drop_age":"72h0m0s"}`; string(b) != want {
-		t.Errorf("Marshal = %s, want %s", b, want)
-	}
-	var back Limits
-	if err := json.Unmarshal([]byte(`{"drop_age":"90m"}`), &back); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(Limits{DropAge: ptr(Duration(90 * time.Minute))}, back); diff != "" {
-		t.Errorf("Unmarshal (-want +got):\n%s", diff)
-	}
-	for _, bad := range []string{`{"drop_age":"3 days"}`, `{"drop_age":3600}`} {
-		if err := json.Unmarshal([]byte(bad), &back); err == nil {
-			t.Errorf("Unmarshal(%s): no error", bad)
-		}
 	}
 }

@@ -73,8 +73,10 @@
 //
 // # Limits
 //
-// A tenant's Limits hold pointers so that an unset limit differs from 0;
-// Config.Resolve and Config.TenantLimits turn them into a Resolved with
-// the tenant's value over Config.Defaults. Config.ValidateLimits checks
-// limits stored by the admin API with the same rules as the file.
+// The limits of Config.Defaults and of each tenant are package tenant's
+// Limits, which the file writes inline: they hold pointers so that an
+// unset limit differs from 0, and tenant.Resolve turns them into concrete
+// values over Config.Defaults. Validate checks them with
+// tenant.ValidateLimits, the rules the admin API applies to the limits it
+// stores.
 package config

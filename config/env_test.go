@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairq/fairq/tenant"
 )
 
 func TestEnvVars(t *testing.T) {
@@ -124,16 +126,16 @@ func TestEnvOverridesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Default()
-	want.Listen = ":1"                                                      // file
-	want.Worker.Connections = 7                                             // environment over file
-	want.Worker.PushURL = "http://file/"                                    // file
-	want.Defaults.Concurrency = ptr(3)                                      // environment over default
-	want.Tenants = []Tenant{{ID: "a", Limits: Limits{Concurrency: ptr(2)}}} // a tenant's own limit stays
+	want.Listen = ":1"                                                             // file
+	want.Worker.Connections = 7                                                    // environment over file
+	want.Worker.PushURL = "http://file/"                                           // file
+	want.Defaults.Concurrency = ptr(3)                                             // environment over default
+	want.Tenants = []Tenant{{ID: "a", Limits: tenant.Limits{Concurrency: ptr(2)}}} // a tenant's own limit stays
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
 	}
-	if r := got.TenantLimits(got.Tenants[0]); r.Concurrency != 2 || r.IngestRate != 100 {
-		t.Errorf("TenantLimits = %+v, want concurrency 2, ingest rate 100", r)
+	if r := tenant.Resolve(got.Defaults, got.Tenants[0].Limits); r.Concurrency != 2 || r.IngestRate != 100 {
+		t.Errorf("resolved limits = %+v, want concurrency 2, ingest rate 100", r)
 	}
 }
 

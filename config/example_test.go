@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/tenant"
 )
 
 func ExampleParse() {
@@ -23,7 +24,7 @@ tenants:
 		fmt.Println(err)
 		return
 	}
-	acme := cfg.TenantLimits(cfg.Tenants[0])
+	acme := tenant.Resolve(cfg.Defaults, cfg.Tenants[0].Limits)
 	fmt.Println(cfg.Backend, cfg.Redis.Addr, cfg.Worker.PushURL)
 	fmt.Println("acme ingest", acme.IngestRate, "concurrency", acme.Concurrency)
 	// Output:

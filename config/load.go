@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fairq/fairq/tenant"
 )
 
 // Load reads the YAML file at path (none when path is ""), applies the
@@ -134,7 +136,7 @@ func (w *walker) spend(n *yaml.Node, path string) bool {
 
 var (
 	durationType       = reflect.TypeFor[time.Duration]()
-	configDurationType = reflect.TypeFor[Duration]()
+	configDurationType = reflect.TypeFor[tenant.Duration]()
 )
 
 // value decodes n into v; path names v in messages ("" is the root).

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairq/fairq/tenant"
 )
 
 func TestParseEmpty(t *testing.T) {
@@ -96,8 +98,8 @@ tenants:
 `,
 			edit: func(c *Config) {
 				c.Tenants = []Tenant{
-					{ID: "acme", APIKeys: []string{hashA}, Limits: Limits{IngestRate: ptr(500.0)}},
-					{ID: "b", Limits: Limits{Concurrency: ptr(2)}},
+					{ID: "acme", APIKeys: []string{hashA}, Limits: tenant.Limits{IngestRate: ptr(500.0)}},
+					{ID: "b", Limits: tenant.Limits{Concurrency: ptr(2)}},
 				}
 			},
 		},
@@ -135,8 +137,8 @@ tenants:
 	if err != nil {
 		t.Fatalf("Parse error: %v", err)
 	}
-	small := Limits{Concurrency: ptr(1), MaxBacklog: ptr(1000), SoftBacklog: ptr(10)}
-	fast := Limits{IngestRate: ptr(900.0), Concurrency: ptr(5)}
+	small := tenant.Limits{Concurrency: ptr(1), MaxBacklog: ptr(1000), SoftBacklog: ptr(10)}
+	fast := tenant.Limits{IngestRate: ptr(900.0), Concurrency: ptr(5)}
 	want := Default()
 	want.Defaults.Concurrency = ptr(4)
 	want.Tenants = []Tenant{
@@ -144,10 +146,10 @@ tenants:
 		{ID: "fast", Limits: fast},
 		{ID: "a", Limits: small},
 		// Among merged mappings the first listed wins (fast's concurrency).
-		{ID: "b", Limits: Limits{IngestRate: ptr(900.0), Concurrency: ptr(5), MaxBacklog: ptr(1000), SoftBacklog: ptr(10)}},
+		{ID: "b", Limits: tenant.Limits{IngestRate: ptr(900.0), Concurrency: ptr(5), MaxBacklog: ptr(1000), SoftBacklog: ptr(10)}},
 		// Keys written in the mapping win, wherever the merge key stands.
-		{ID: "c", Limits: Limits{Concurrency: ptr(3), MaxBacklog: ptr(1000), SoftBacklog: ptr(10)}},
-		{ID: "d", Limits: Limits{Concurrency: ptr(4)}},
+		{ID: "c", Limits: tenant.Limits{Concurrency: ptr(3), MaxBacklog: ptr(1000), SoftBacklog: ptr(10)}},
+		{ID: "d", Limits: tenant.Limits{Concurrency: ptr(4)}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"mime"
 	"net"
@@ -8,14 +9,16 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/fairq/fairq/tenant"
 )
 
-// Bounds checked by Validate. The package imports nothing of fairq, so
-// the SQS limits that package queue also holds are repeated here.
+// Bounds checked by Validate. The package imports nothing of fairq but
+// package tenant, whose limits and ids a tenant of the file has, so the
+// SQS limits that package queue also holds are repeated here.
 const (
 	maxQueues         = 1000 // live queues in the pool
 	maxQueueName      = 80   // SQS's limit on a queue name
-	maxTenantID       = 64
 	minMaxMessageSize = 1 << 10
 	maxMaxMessageSize = 1 << 20        // the largest message SQS takes
 	maxVisibility     = 12 * time.Hour // SQS's longest visibility timeout
@@ -28,7 +31,6 @@ const longestSuffix = "-overflow"
 var (
 	sha256Hex     = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	apiKeyHash    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	tenantID      = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 	queueNameChar = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 )
 
@@ -192,6 +194,21 @@ func (c Config) checkDefaults(p *problems) {
 	c.checkLimits(p, "defaults.", d)
 }
 
+// checkLimits adds the problems of a tenant's limits l (tenant.ValidateLimits
+// against c.Defaults), naming keys prefix+name.
+func (c Config) checkLimits(p *problems, prefix string, l tenant.Limits) {
+	err := tenant.ValidateLimits(c.Defaults, l)
+	if err == nil {
+		return
+	}
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var le *tenant.LimitError
+		if errors.As(e, &le) {
+			p.add(prefix+le.Key, 0, "%s", le.Reason)
+		}
+	}
+}
+
 func (c Config) checkTenants(p *problems) {
 	ids := map[string]int{}  // tenant id → index
 	keys := map[string]int{} // key hash → tenant index
@@ -200,8 +217,8 @@ func (c Config) checkTenants(p *problems) {
 		switch first, dup := ids[t.ID]; {
 		case t.ID == "":
 			p.add(path+".id", 0, "must be set")
-		case len(t.ID) > maxTenantID || !tenantID.MatchString(t.ID):
-			p.add(path+".id", 0, "%q: want 1–%d letters, digits, '-', '_' or '.'", t.ID, maxTenantID)
+		case !tenant.ValidID(t.ID):
+			p.add(path+".id", 0, "%q: want 1–%d letters, digits, '-', '_' or '.'", t.ID, tenant.MaxIDLength)
 		case dup:
 			p.add(path+".id", 0, "tenant %q is already defined by tenants[%d]", t.ID, first)
 		default:

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairq/fairq/tenant"
 )
 
 const (
@@ -121,16 +123,16 @@ func TestValidate(t *testing.T) {
 			c.Tenants = []Tenant{{ID: "a", APIKeys: []string{hashA}}, {ID: "b", APIKeys: []string{hashB, hashA}}}
 		}, want: []string{"tenants[1].api_keys[1]"}, reason: "belongs to tenants[0]"},
 		{name: "tenant limits", edit: func(c *Config) {
-			c.Tenants = []Tenant{{ID: "a", Limits: Limits{IngestRate: ptr(1e6), MaxBacklog: ptr(5), SoftBacklog: ptr(5)}}}
+			c.Tenants = []Tenant{{ID: "a", Limits: tenant.Limits{IngestRate: ptr(1e6), MaxBacklog: ptr(5), SoftBacklog: ptr(5)}}}
 		}},
 		{name: "tenant bad limits", edit: func(c *Config) {
-			c.Tenants = []Tenant{{ID: "a", Limits: Limits{IngestRate: ptr(0.0), IngestBurst: ptr(-1), ProcessRate: ptr(-2.0), ProcessBurst: ptr(0), Concurrency: ptr(0)}}}
+			c.Tenants = []Tenant{{ID: "a", Limits: tenant.Limits{IngestRate: ptr(0.0), IngestBurst: ptr(-1), ProcessRate: ptr(-2.0), ProcessBurst: ptr(0), Concurrency: ptr(0)}}}
 		}, want: []string{"tenants[0].ingest_rate", "tenants[0].ingest_burst", "tenants[0].process_rate", "tenants[0].process_burst", "tenants[0].concurrency"}},
 		{name: "tenant max under default soft", edit: func(c *Config) {
-			c.Tenants = []Tenant{{ID: "a", Limits: Limits{MaxBacklog: ptr(500)}}}
+			c.Tenants = []Tenant{{ID: "a", Limits: tenant.Limits{MaxBacklog: ptr(500)}}}
 		}, want: []string{"tenants[0].soft_backlog"}, reason: "1000 exceeds max_backlog 500"},
 		{name: "tenant soft over default max", edit: func(c *Config) {
-			c.Tenants = []Tenant{{ID: "a", Limits: Limits{SoftBacklog: ptr(10001)}}}
+			c.Tenants = []Tenant{{ID: "a", Limits: tenant.Limits{SoftBacklog: ptr(10001)}}}
 		}, want: []string{"tenants[0].soft_backlog"}},
 
 		{name: "push url https", edit: func(c *Config) { c.Worker.PushURL = "https://app.internal/jobs?x=1" }},
@@ -196,17 +198,5 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestValidateLimits(t *testing.T) {
-	t.Parallel()
-	c := Default()
-	if err := c.ValidateLimits(Limits{IngestRate: ptr(3.0), MaxBacklog: ptr(2000)}); err != nil {
-		t.Errorf("ValidateLimits(valid) = %v", err)
-	}
-	err := c.ValidateLimits(Limits{Concurrency: ptr(0), MaxBacklog: ptr(10), DropAge: ptr(Duration(-time.Second))})
-	if diff := cmp.Diff([]string{"concurrency", "drop_age", "soft_backlog"}, keysOfErr(t, err)); diff != "" {
-		t.Errorf("ValidateLimits keys (-want +got):\n%s", diff)
 	}
 }

@@ -21,7 +21,7 @@ const batchParallel = 16
 // under load. Each entry's done, if not nil, gets the entry's own outcome.
 // done runs while its call still counts against batchParallel, so it must
 // not block: no call to Redis (a message's end is only counted there, see
-// backlogDones), and the one call to the queue a move's outcome may make
+// Backlog), and the one call to the queue a move's outcome may make
 // is bounded by ioTimeout.
 type batcher[T any] struct {
 	b *batch.Batcher[T, error]

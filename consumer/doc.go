@@ -5,10 +5,11 @@
 //
 // A Worker receives from the live, overflow and backlog queues while it
 // has free slots (Config.Connections), so that it never holds more
-// messages than it can run (poller.go). For each message it applies the
-// age checks and the Limiter, which may move it to another queue, runs the
-// Handler under a heartbeat that keeps the message invisible, and carries
-// out the outcome: a delete on success, a later delivery with backoff on
+// messages than it can run (poller.go). For each message it asks the
+// Limiter (the per-tenant policy of package spillover: drop and backlog
+// ages, concurrency and rate), which may move it to another queue, claims
+// its id (package dedupe), runs the Handler under a heartbeat that keeps
+// the message invisible, and carries out the outcome: a delete on success, a later delivery with backoff on
 // failure, a delay on Retry-After, the dead-letter queue after MaxRetries
 // attempts (job.go). Deletes, visibility changes and moves go in batch
 // calls (batcher.go). Push is the Handler that speaks aws-sqsd's contract

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/envelope"
 )
 
 // FuzzHeader: whatever a message carries, every header Push sends is a
@@ -21,7 +22,7 @@ func FuzzHeader(f *testing.F) {
 			ID: "id", Queue: "q", ReceiveCount: 1, FirstReceivedAt: time.Unix(1, 0),
 			Tenant: tenant, Traceparent: tp,
 			Attributes: map[string]string{name: value},
-			Task:       &consumer.Task{Name: task, Path: "/t"},
+			Task:       &envelope.Task{Name: task, Path: "/t"},
 		}
 		h := consumer.Header(m)
 		for k, vs := range h {
@@ -45,23 +46,6 @@ func FuzzHeader(f *testing.F) {
 			}
 		} else if v[0] != value {
 			t.Fatalf("attribute %q sent as %q", value, v[0])
-		}
-	})
-}
-
-// FuzzDecodeTask: a fairq-task attribute from anywhere either fails to
-// decode or gives a task with a name and a path.
-func FuzzDecodeTask(f *testing.F) {
-	f.Add(consumer.Task{Name: "a", Path: "/a", ScheduledAt: time.Unix(1700000000, 0)}.Encode())
-	f.Add(`{"n":"x","p":"http://evil/","s":1}`)
-	f.Add(`{`)
-	f.Fuzz(func(t *testing.T, s string) {
-		task, err := consumer.DecodeTask(s)
-		if err != nil {
-			return
-		}
-		if task.Name == "" || !strings.HasPrefix(task.Path, "/") {
-			t.Fatalf("decoded %+v from %q", task, s)
 		}
 	})
 }

@@ -52,7 +52,7 @@ func (w *Worker) process(ctx context.Context, queueName string, m queue.Message,
 func (j *job) run() {
 	now := j.w.cfg.NowFunc()
 	age := now.Sub(j.d.msg.EnqueuedAt)
-	if j.settledEarly(now, age) {
+	if j.settledEarly(now) {
 		return
 	}
 	v, ok := j.admit()
@@ -69,9 +69,9 @@ func (j *job) run() {
 }
 
 // settledEarly settles the message before the Limiter if it is not to run:
-// delivered too often, received before its NotBefore, or too old. It
-// reports whether it did.
-func (j *job) settledEarly(now time.Time, age time.Duration) bool {
+// delivered too often, or received before its NotBefore. It reports
+// whether it did. (Its age is the Limiter's: the tenant's policy.)
+func (j *job) settledEarly(now time.Time) bool {
 	w, d := j.w, j.d
 	if n := d.attempts(); n > w.cfg.MaxRetries {
 		// Earlier deliveries ended without an outcome (a crash, a lost
@@ -82,17 +82,6 @@ func (j *job) settledEarly(now time.Time, age time.Duration) bool {
 	if nb := d.meta.NotBeforeTime(); !nb.IsZero() && nb.After(now) {
 		// A Retry-After longer than a queue's delay: not yet.
 		j.postpone(nb, nb.Sub(now))
-		return true
-	}
-	if d.task {
-		return false // periodic tasks bypass the age checks
-	}
-	if drop := w.dropAge(d.msg.Tenant); drop > 0 && age > drop {
-		j.drop("aged")
-		return true
-	}
-	if w.cfg.BacklogAge > 0 && age > w.cfg.BacklogAge && d.queue != w.cfg.Names.Backlog && w.cfg.Names.Backlog != "" {
-		j.spill(w.cfg.Names.Backlog, 0, "aged")
 		return true
 	}
 	return false
@@ -200,17 +189,6 @@ func (j *job) resolveClaim(success bool) {
 	}
 }
 
-// dropAge returns the age past which a message of tenant is dropped; 0
-// never drops.
-func (w *Worker) dropAge(tenant string) time.Duration {
-	if w.cfg.TenantDropAge != nil {
-		if d := w.cfg.TenantDropAge(tenant); d > 0 {
-			return d
-		}
-	}
-	return w.cfg.DropAge
-}
-
 // dispatch runs the handler and applies its outcome.
 func (j *job) dispatch(age time.Duration, done func()) {
 	w, d := j.w, j.d
@@ -270,14 +248,13 @@ func (j *job) ioContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(j.ctx), ioTimeout)
 }
 
-// end tells the BacklogCounter that the message ended: it is called from
-// a delete's outcome, so it only counts the message, and the Done call is
-// made later, apart (see backlogDones).
+// end tells the Backlog that the message ended: it is called from a
+// delete's outcome, and Done does not block (see Backlog).
 func (j *job) end() {
-	if j.w.dones == nil || j.d.task {
+	if j.d.task {
 		return
 	}
-	j.w.dones.add(j.d.msg.Tenant)
+	j.w.cfg.Backlog.Done(j.d.msg.Tenant, 1)
 }
 
 // succeed deletes the message.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/dedupe"
 )
 
@@ -22,11 +23,14 @@ const (
 	// queue again. A spill does not count as a delivery toward
 	// Config.MaxRetries.
 	Spill
-	// ToBacklog moves it to the backlog queue, delayed by Verdict.Delay;
-	// a message already there, or without a backlog queue, is sent to its
-	// own queue again, delayed. Not counted as a delivery either.
+	// ToBacklog moves it to the backlog queue, delayed by Verdict.Delay:
+	// an old message, which must not hold up fresh work. A message
+	// already there, or without a backlog queue, is sent to its own queue
+	// again, delayed. Not counted as a delivery either.
 	ToBacklog
-	// Drop deletes it unprocessed; the tenant's backlog goes down.
+	// Drop deletes it unprocessed, counted as dropped
+	// (fairq_worker_processed_total{outcome="dropped"}): a message past
+	// its drop age. The tenant's backlog goes down.
 	Drop
 )
 
@@ -49,8 +53,8 @@ type Verdict struct {
 	Action Action
 	// Delay is the DelaySeconds of a Spill or ToBacklog move, 0–900 s.
 	Delay time.Duration
-	// Reason labels a move or drop in fairq_worker_spilled_total, e.g.
-	// "rate" or "concurrency".
+	// Reason labels a move in fairq_worker_spilled_total, e.g. "rate",
+	// "concurrency" or "aged".
 	Reason string
 	// Done, if not nil, is called once when a dispatched message's job
 	// ends, whatever its outcome: the place to release a concurrency
@@ -59,9 +63,9 @@ type Verdict struct {
 }
 
 // Limiter decides, for each received message that is not a periodic task,
-// whether it runs now. It is the seam of the per-tenant rate and
-// concurrency limits of package throttle; nil means no limits. The worker
-// applies its own age checks (Config.DropAge, Config.BacklogAge) first.
+// whether it runs now: the seam of the per-tenant worker policy (package
+// spillover: drop and backlog ages, then the rate and concurrency limits
+// of package throttle). Nil runs everything.
 //
 // Admit must not block for long: it holds a worker slot. An error is
 // logged and the message is dispatched (the Limiter applies its own
@@ -70,20 +74,21 @@ type Limiter interface {
 	Admit(ctx context.Context, m *Message) (Verdict, error)
 }
 
-// BacklogCounter keeps the per-tenant backlog counters the gateway's
-// admission reads (DESIGN.md §5). The worker calls Done when messages
-// end: deleted after success, dead-lettered or dropped. Moves between
-// queues do not end a message. Nil means no counters.
-//
-// The calls are made by a goroutine of the worker's own, apart from the
-// deletes, with n the tenant's messages that ended since its last call,
-// each call bounded by a short timeout (2 s). A failed call is logged and
-// its count dropped, not retried: the counter is an estimate that its
-// owner reconciles. Stop makes the calls for what is pending before it
-// returns.
-type BacklogCounter interface {
-	Done(ctx context.Context, tenant string, n int64) error
+// Backlog is told of the messages that end (deleted after success,
+// dead-lettered or dropped; moves between queues do not end a message),
+// one Done per message, from the batch callbacks of the deletes: Done
+// must not block. backlog.Tracker gathers them per tenant and makes the
+// calls to the counter apart, so that a counter that does not answer
+// never holds up a delete batch, whose messages would run out of
+// visibility and be delivered again; backlog.Off keeps no counts.
+type Backlog interface {
+	Done(tenant string, n int64)
 }
+
+var (
+	_ Backlog = (*backlog.Tracker)(nil)
+	_ Backlog = backlog.Off{}
+)
 
 // Deduper remembers which messages ran, by id (dedupe.Memory,
 // dedupe.Redis).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/envelope"
 )
 
 // TestLogHandler: each message is logged with its tenant, id, queue, size
@@ -26,7 +27,7 @@ func TestLogHandler(t *testing.T) {
 		},
 	}))
 	m := &consumer.Message{ID: "m-1", Queue: "fairq-live-00", Body: "secret body", Tenant: "acme", ReceiveCount: 2}
-	task := &consumer.Message{ID: "m-2", Queue: "fairq-live-01", Task: &consumer.Task{
+	task := &consumer.Message{ID: "m-2", Queue: "fairq-live-01", Task: &envelope.Task{
 		Name: "nightly", Path: "/nightly", ScheduledAt: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
 	}}
 	for _, h := range []*consumer.LogHandler{consumer.NewLogHandler(log), consumer.NewLogHandler(nil)} {

@@ -2,9 +2,6 @@ package consumer
 
 import (
 	"cmp"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,12 +9,6 @@ import (
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/queue"
 )
-
-// AttrTask is the message attribute that makes a message a firing of a
-// periodic task (see package schedule); its value is Task.Encode. Like the
-// attributes of package envelope it is reserved: it never reaches the
-// application as an X-Aws-Sqsd-Attr- header.
-const AttrTask = "fairq-task"
 
 // Message is a received message as a Handler sees it.
 type Message struct {
@@ -52,48 +43,13 @@ type Message struct {
 	Backlog bool
 
 	// Task is set when the message is the firing of a periodic task.
-	Task *Task
-}
-
-// Task is a firing of a periodic task, pushed to the task's URL path with
-// X-Aws-Sqsd-Taskname and X-Aws-Sqsd-Scheduled-At.
-type Task struct {
-	Name        string
-	Path        string // URL path (and query) on the application, e.g. /cleanup
-	ScheduledAt time.Time
-}
-
-type taskJSON struct {
-	Name        string `json:"n"`
-	Path        string `json:"p"`
-	ScheduledAt int64  `json:"s"` // unix seconds
-}
-
-// Encode returns the AttrTask attribute value.
-func (t Task) Encode() string {
-	b, _ := json.Marshal(taskJSON{t.Name, t.Path, t.ScheduledAt.Unix()}) // cannot fail
-	return string(b)
-}
-
-// errBadTask is wrapped by DecodeTask's errors.
-var errBadTask = errors.New("invalid " + AttrTask)
-
-// DecodeTask parses an AttrTask attribute value.
-func DecodeTask(s string) (Task, error) {
-	var j taskJSON
-	if err := json.Unmarshal([]byte(s), &j); err != nil {
-		return Task{}, fmt.Errorf("%w: %v", errBadTask, err)
-	}
-	if j.Name == "" || !strings.HasPrefix(j.Path, "/") {
-		return Task{}, fmt.Errorf("%w: needs a name and a path starting with /", errBadTask)
-	}
-	return Task{Name: j.Name, Path: j.Path, ScheduledAt: time.Unix(j.ScheduledAt, 0).UTC()}, nil
+	Task *envelope.Task
 }
 
 // reserved reports whether an attribute is fairq's rather than the user's.
 func reserved(name string) bool {
 	switch name {
-	case envelope.AttrTenant, envelope.AttrMeta, envelope.AttrTraceparent, AttrTask:
+	case envelope.AttrTenant, envelope.AttrMeta, envelope.AttrTraceparent, envelope.AttrTask:
 		return true
 	}
 	return false
@@ -134,8 +90,8 @@ func newDelivery(queueName string, m queue.Message) *delivery {
 	if first := meta.FirstReceived(); !first.IsZero() {
 		d.msg.FirstReceivedAt = first
 	}
-	if v, ok := m.Attributes[AttrTask]; ok {
-		if t, err := DecodeTask(v); err == nil {
+	if v, ok := m.Attributes[envelope.AttrTask]; ok {
+		if t, err := envelope.DecodeTask(v); err == nil {
 			d.msg.Task = &t
 			d.task = true
 		}

@@ -35,7 +35,6 @@ type metrics struct {
 	heartbeats        prometheus.Counter
 	heartbeatFailures prometheus.Counter
 	batchErrors       *prometheus.CounterVec
-	backlogDropped    prometheus.Counter
 }
 
 // ageBuckets run from 10 ms to about 3 hours.
@@ -106,10 +105,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "fairq_worker_batch_errors_total",
 			Help: "Entries of delete, change-visibility and send batches that failed, by operation.",
 		}, []string{"op"}),
-		backlogDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fairq_worker_backlog_decrements_dropped_total",
-			Help: "Ended messages whose tenant's backlog counter could not be decremented (the counter is reconciled).",
-		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -118,7 +113,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.receives, m.emptyReceives, m.receiveErrors, m.processed, m.spilled, m.deadLettered,
 		m.inFlight, m.busy, m.pollers, m.ageFirst, m.ageProcessing, m.duration,
-		m.heartbeats, m.heartbeatFailures, m.batchErrors, m.backlogDropped,
+		m.heartbeats, m.heartbeatFailures, m.batchErrors,
 	} {
 		errs = append(errs, reg.Register(c))
 	}

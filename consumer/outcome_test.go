@@ -16,6 +16,8 @@ import (
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/spillover"
+	"github.com/fairq/fairq/tenant"
 )
 
 // limiterFunc adapts a function to a consumer.Limiter.
@@ -25,7 +27,7 @@ func (f limiterFunc) Admit(ctx context.Context, m *consumer.Message) (consumer.V
 	return f(ctx, m)
 }
 
-// counter records BacklogCounter.Done calls.
+// counter records Backlog.Done calls.
 type counter struct {
 	mu    sync.Mutex
 	calls []string // "tenant:n"
@@ -34,13 +36,12 @@ type counter struct {
 
 func newCounter() *counter { return &counter{done: make(chan string, 100)} }
 
-func (c *counter) Done(_ context.Context, tenant string, n int64) error {
+func (c *counter) Done(tenant string, n int64) {
 	s := fmt.Sprintf("%s:%d", tenant, n)
 	c.mu.Lock()
 	c.calls = append(c.calls, s)
 	c.mu.Unlock()
 	c.done <- s
-	return nil
 }
 
 func (c *counter) got() []string {
@@ -344,6 +345,25 @@ func TestRetryAfterBeyondDelayLimit(t *testing.T) {
 	}
 }
 
+// agePolicy returns the per-tenant policy of package spillover with the
+// worker's drop and backlog ages, over tenants with the given drop ages.
+func agePolicy(t *testing.T, drop, backlog time.Duration, tenantDrop map[string]time.Duration) consumer.Limiter {
+	t.Helper()
+	var specs []tenant.Spec
+	for id, d := range tenantDrop {
+		specs = append(specs, tenant.Spec{ID: id, Limits: tenant.Limits{DropAge: new(tenant.Duration(d))}})
+	}
+	reg, err := tenant.New(tenant.Config{Tenants: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := spillover.New(spillover.Config{Tenants: reg, DropAge: drop, BacklogAge: backlog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // TestAgeChecks: a message older than drop_age is dropped; one older than
 // backlog_age goes to the backlog queue and is worked from there after
 // the fresh one, its move not counted as an attempt.
@@ -365,7 +385,7 @@ func TestAgeChecks(t *testing.T) {
 		backlog := newCounter()
 		start(t, consumer.Config{
 			Backend: b, Names: names, Handler: h, Backlog: backlog,
-			BacklogAge: 5 * time.Minute, DropAge: time.Hour, Connections: 1,
+			Limiter: agePolicy(t, time.Hour, 5*time.Minute, nil), Connections: 1,
 		})
 		recv(t, seen, time.Minute, "delivery")
 		d := recv(t, seen, time.Minute, "delivery")
@@ -389,7 +409,7 @@ func TestAgeChecks(t *testing.T) {
 	})
 }
 
-// TestTenantDropAge: a tenant's own drop age replaces DropAge for its
+// TestTenantDropAge: a tenant's own drop age replaces the worker's for its
 // messages, shorter or longer.
 func TestTenantDropAge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -408,10 +428,8 @@ func TestTenantDropAge(t *testing.T) {
 		})
 		reg := prometheus.NewRegistry()
 		start(t, consumer.Config{
-			Backend: b, Names: names, Handler: h, Registerer: reg, DropAge: 3 * time.Hour,
-			TenantDropAge: func(tenant string) time.Duration {
-				return map[string]time.Duration{"synced": time.Hour, "kept": 24 * time.Hour}[tenant]
-			},
+			Backend: b, Names: names, Handler: h, Registerer: reg,
+			Limiter: agePolicy(t, 3*time.Hour, 0, map[string]time.Duration{"synced": time.Hour, "kept": 24 * time.Hour}),
 		})
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -436,7 +454,7 @@ func TestObserveFunc(t *testing.T) {
 		send(t, b, names.Live[0], msg{body: "ok", tenant: "acme"})
 		send(t, b, names.Live[1], msg{body: "fails", tenant: "acme"})
 		send(t, b, names.Live[0], msg{attrs: map[string]string{
-			consumer.AttrTask: consumer.Task{Name: "nightly", Path: "/nightly", ScheduledAt: time.Now()}.Encode(),
+			envelope.AttrTask: envelope.Task{Name: "nightly", Path: "/nightly", ScheduledAt: time.Now()}.Encode(),
 		}})
 		h, seen := recorder(func(_ int, m *consumer.Message) error {
 			switch {

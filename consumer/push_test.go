@@ -179,7 +179,7 @@ func TestHeader(t *testing.T) {
 		{
 			name: "periodic task",
 			edit: func(m *consumer.Message) {
-				m.Task = &consumer.Task{Name: "cleanup", Path: "/tasks/cleanup", ScheduledAt: time.Unix(1700000000, 0)}
+				m.Task = &envelope.Task{Name: "cleanup", Path: "/tasks/cleanup", ScheduledAt: time.Unix(1700000000, 0)}
 			},
 			want: map[string]string{
 				"X-Aws-Sqsd-Taskname":     "cleanup",

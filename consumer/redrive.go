@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/queue"
 )
@@ -19,18 +20,21 @@ type Picker interface {
 	Pick(tenant string) int
 }
 
-// BacklogAdder puts messages back on a tenant's backlog counter: a
-// redriven dead letter counts again until it ends.
+// BacklogAdder puts messages back on a tenant's backlog count: a
+// redriven dead letter counts again until it ends. Add must not block
+// (backlog.Tracker).
 type BacklogAdder interface {
-	Add(ctx context.Context, tenant string, n int64) error
+	Add(tenant string, n int64)
 }
+
+var (
+	_ BacklogAdder = (*backlog.Tracker)(nil)
+	_ BacklogAdder = backlog.Off{}
+)
 
 // RedriveHoldDefault is how long a redrive keeps the dead letters it skips
 // (another tenant's) invisible, so as not to read them twice in one run.
 const RedriveHoldDefault = 15 * time.Minute
-
-// redriveAddTimeout bounds the backlog counter's Adds of one batch.
-const redriveAddTimeout = 5 * time.Second
 
 // redriveWait is the long-poll wait of the redrive's receives: the run ends
 // at the first receive that waited this long for nothing.
@@ -47,7 +51,7 @@ type RedriveConfig struct {
 	Tenant string
 	// Max moves at most this many; 0 moves them all.
 	Max int
-	// Backlog, if not nil, is told of each message moved back.
+	// Backlog is told of each message moved back; nil keeps no counts.
 	Backlog BacklogAdder
 	// Hold is how long skipped dead letters stay invisible while the
 	// redrive runs; default RedriveHoldDefault. They are made visible
@@ -59,6 +63,9 @@ type RedriveConfig struct {
 func (c RedriveConfig) withDefaults() RedriveConfig {
 	c.Hold = cmp.Or(c.Hold, RedriveHoldDefault)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.Backlog == nil {
+		c.Backlog = backlog.Off{}
+	}
 	return c
 }
 
@@ -245,15 +252,8 @@ func finish(ctx context.Context, cfg RedriveConfig, sent []pending, handles []st
 			cfg.Logger.Warn("redrive: sent back but not deleted from the dead-letter queue", "id", p.m.ID, "tenant", p.tenant, "err", derr)
 		}
 	}
-	if cfg.Backlog == nil {
-		return
-	}
-	actx, cancel := context.WithTimeout(ctx, redriveAddTimeout)
-	defer cancel()
 	for tenant, n := range added {
-		if err := cfg.Backlog.Add(actx, tenant, n); err != nil {
-			cfg.Logger.Warn("redrive: backlog counter not incremented", "tenant", tenant, "n", n, "err", err)
-		}
+		cfg.Backlog.Add(tenant, n)
 	}
 }
 

@@ -92,8 +92,7 @@ func TestBacklogSpillStaysInBacklog(t *testing.T) {
 		t0 := time.Now()
 		start(t, consumer.Config{
 			Backend: b, Names: names, Handler: h, Backlog: backlog, Registerer: reg,
-			BacklogAge: 5 * time.Minute,
-			Limiter:    spillTimes(2, consumer.Spill, 3*time.Second, "concurrency"),
+			Limiter: spillTimes(2, consumer.Spill, 3*time.Second, "concurrency"),
 		})
 		d := recv(t, seen, time.Minute, "delivery")
 		recv(t, backlog.done, time.Minute, "backlog decrement")

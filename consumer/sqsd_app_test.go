@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/internal/testenv"
 )
 
@@ -100,8 +101,8 @@ func TestSQSDApp(t *testing.T) {
 	b, names := setup(t, "memory")
 	id1 := send(t, b, names.Live[0], msg{body: `{"id":1}`, tenant: "acme", attrs: map[string]string{"priority": "high"}})
 	id2 := send(t, b, names.Live[1], msg{body: `{"id":2,"fail_until":2}`, tenant: "acme"})
-	task := consumer.Task{Name: "cleanup", Path: "/scheduled", ScheduledAt: time.Date(2025, 6, 1, 3, 0, 0, 0, time.UTC)}
-	send(t, b, names.Live[0], msg{body: "cleanup", attrs: map[string]string{consumer.AttrTask: task.Encode()}})
+	task := envelope.Task{Name: "cleanup", Path: "/scheduled", ScheduledAt: time.Date(2025, 6, 1, 3, 0, 0, 0, time.UTC)}
+	send(t, b, names.Live[0], msg{body: "cleanup", attrs: map[string]string{envelope.AttrTask: task.Encode()}})
 	w := start(t, consumer.Config{
 		Backend: b, Names: names,
 		Handler:     newPush(t, consumer.PushConfig{URL: url, Version: "test"}),

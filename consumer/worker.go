@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -75,20 +76,9 @@ type Config struct {
 	// InactivityTimeout bounds one job: the handler's context ends then,
 	// and the attempt is a failure (worker.inactivity_timeout).
 	InactivityTimeout time.Duration
-	// BacklogAge moves a message older than this (since enqueue) to the
-	// backlog queue instead of running it, unless it is already there;
-	// 0 never does (worker.backlog_age).
-	BacklogAge time.Duration
-	// DropAge deletes a message older than this unprocessed; 0 never
-	// does (worker.drop_age).
-	DropAge time.Duration
-	// TenantDropAge, if not nil, returns a tenant's own drop age, which
-	// replaces DropAge for its messages when above 0 (a tenant's
-	// drop_age). It is called for every message, and must be quick.
-	TenantDropAge func(tenant string) time.Duration
-
-	// Limiter decides per message whether it runs now (package
-	// throttle); nil runs everything.
+	// Limiter decides per message whether it runs now, is put off or
+	// moved, or is dropped: the per-tenant policy (package spillover:
+	// rates, concurrency, drop and backlog ages). Nil runs everything.
 	Limiter Limiter
 	// Dedupe, if not nil, remembers the messages run (package dedupe):
 	// before a message is pushed its id is claimed, and a copy of a
@@ -97,11 +87,9 @@ type Config struct {
 	// leases are renewed by the heartbeat. A claim that fails (Redis
 	// unreachable) runs the message: delivery stays at least once.
 	Dedupe Deduper
-	// Backlog is told when a message ends; nil keeps no counters. Its
-	// Done calls are made apart from the deletes, aggregated per tenant,
-	// so that a counter that does not answer never delays a delete; a
-	// call that fails is dropped (see BacklogCounter).
-	Backlog BacklogCounter
+	// Backlog is told when a message ends (see Backlog); nil keeps no
+	// counts.
+	Backlog Backlog
 	// ObserveFunc, if not nil, is given the processing time of every job:
 	// from the handler's start to its return, whatever the outcome,
 	// periodic tasks included (fairq_worker_processing_seconds observes
@@ -152,6 +140,9 @@ func (c Config) withDefaults() Config {
 	c.BackoffBase = cmp.Or(c.BackoffBase, BackoffBaseDefault)
 	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, c.VisibilityTimeout/3)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.Backlog == nil {
+		c.Backlog = backlog.Off{}
+	}
 	if c.NowFunc == nil {
 		c.NowFunc = time.Now
 	}
@@ -202,9 +193,6 @@ func (c Config) validateDurations(bad func(format string, args ...any)) {
 	if c.InactivityTimeout <= 0 {
 		bad("inactivity timeout %v must be positive", c.InactivityTimeout)
 	}
-	if c.BacklogAge < 0 || c.DropAge < 0 {
-		bad("backlog age %v and drop age %v must not be negative", c.BacklogAge, c.DropAge)
-	}
 	if c.ReceiveWait < 0 || c.ReceiveWait > queue.MaxWait {
 		bad("receive wait %v is outside [0, %v]", c.ReceiveWait, queue.MaxWait)
 	}
@@ -234,7 +222,6 @@ type Worker struct {
 	deletes *batcher[string]
 	changes *batcher[queue.VisibilityChange]
 	sends   *batcher[queue.Entry]
-	dones   *backlogDones // nil without Config.Backlog
 
 	mu      sync.Mutex
 	started bool
@@ -272,9 +259,6 @@ func New(cfg Config) (*Worker, error) {
 	w.deletes = newBatcher(cfg.BatchWindow, w.deleteBatch)
 	w.changes = newBatcher(cfg.BatchWindow, w.changeBatch)
 	w.sends = newBatcher(cfg.BatchWindow, w.sendBatch)
-	if cfg.Backlog != nil {
-		w.dones = newBacklogDones(cfg.Backlog, w.log, m)
-	}
 	return w, nil
 }
 
@@ -302,9 +286,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.deletes.start(ioCtx)
 	w.changes.start(ioCtx)
 	w.sends.start(ioCtx)
-	if w.dones != nil {
-		w.dones.start(ioCtx)
-	}
 	heartbeatDone := make(chan struct{})
 	go func() {
 		defer close(heartbeatDone)
@@ -328,8 +309,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	// let jobs finish within the grace period, then cancel the rest,
 	// whose messages are given back at visibility 0; stop the heartbeat
 	// once no job holds a message; flush the moves, then the visibility
-	// changes, then the deletes (a move's send ends in a delete), then
-	// the backlog decrements of the messages those deletes ended.
+	// changes, then the deletes (a move's send ends in a delete; the
+	// Backlog, stopped after the worker, counts the messages they ended).
 	go func() {
 		defer close(w.done)
 		var grace context.Context
@@ -362,9 +343,6 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.sends.close()
 		w.changes.close()
 		w.deletes.close()
-		if w.dones != nil {
-			w.dones.close(ioCtx)
-		}
 		w.kill() // releases the contexts
 	}()
 	return nil

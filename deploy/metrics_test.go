@@ -17,10 +17,12 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/schedule"
 	"github.com/fairq/fairq/sharding"
@@ -107,22 +109,26 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	prefix := cfg.SQS.QueuePrefix + ":"
+	redisMetrics, err := degrade.NewMetrics(rec)
+	if err != nil {
+		return nil, err
+	}
 
 	var errs []error
 	check := func(err error) { errs = append(errs, err) }
-	_, err := queue.NewSQS(ctx, queue.SQSConfig{
+	_, err = queue.NewSQS(ctx, queue.SQSConfig{
 		Region:      cfg.SQS.Region,
 		Endpoint:    "http://127.0.0.1:1",
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 		Registerer:  rec,
 	})
 	check(err)
-	tenants, err := tenant.New(tenant.Config{Defaults: cfg.Defaults, Redis: rdb, Prefix: prefix, Registerer: rec})
+	tenants, err := tenant.New(tenant.Config{Defaults: cfg.Defaults, Redis: rdb, Prefix: prefix, Registerer: rec, RedisMetrics: redisMetrics})
 	if err != nil {
 		return nil, err
 	}
 	tracker, err := sharding.NewTracker(sharding.Config{
-		Reader: memory, Queues: names.Live, ShardSize: cfg.Pool.ShardSize, Redis: rdb, KeyPrefix: prefix, Registerer: rec,
+		Reader: memory, Queues: names.Live, ShardSize: cfg.Pool.ShardSize, Redis: rdb, KeyPrefix: prefix, Registerer: rec, RedisMetrics: redisMetrics,
 	})
 	if err != nil {
 		return nil, err
@@ -131,14 +137,14 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 	if err != nil {
 		return nil, err
 	}
-	gwLimiter, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{Primary: primary, Registerer: rec})
+	gwLimiter, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{Primary: primary, RedisMetrics: redisMetrics})
 	check(err)
 	_, err = gateway.New(gateway.Config{
 		Backend: memory, Names: names, Picker: tracker, Tenants: tenants, Limiter: gwLimiter,
-		Redis: rdb, RedisPrefix: prefix, Registerer: rec, Gatherer: rec.Registry,
+		Redis: rdb, RedisPrefix: prefix, RedisMetrics: redisMetrics, Registerer: rec, Gatherer: rec.Registry,
 	})
 	check(err)
-	f, err := fleet.New(fleet.Config{Redis: rdb, Prefix: prefix, Registerer: rec})
+	f, err := fleet.New(fleet.Config{Redis: rdb, Prefix: prefix, Registerer: rec, RedisMetrics: redisMetrics})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +156,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 		return nil, err
 	}
 	rate, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{
-		Primary: primary, Component: "worker_ratelimit", Registerer: rec,
+		Primary: primary, Component: "worker_ratelimit", RedisMetrics: redisMetrics,
 		Fallback: &throttle.ScaledLimiter{Limiter: throttle.NewLocalLimiter(throttle.LocalConfig{}), FactorFunc: func() float64 { return 1 }},
 	})
 	check(err)
@@ -159,7 +165,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 		return nil, err
 	}
 	sem, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
-		Primary: semaphore, FleetSizeFunc: f.Last, Component: "worker_semaphore", Registerer: rec,
+		Primary: semaphore, FleetSizeFunc: f.Last, Component: "worker_semaphore", RedisMetrics: redisMetrics,
 	})
 	check(err)
 	limiter, err := spillover.New(spillover.Config{
@@ -172,6 +178,12 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 		Backend: memory, Names: names, Handler: consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil }),
 		Limiter: limiter, ObserveFunc: autoscaling.Observe, Registerer: rec,
 	})
+	check(err)
+	counter, err := backlog.New(backlog.Config{Redis: rdb, Prefix: prefix})
+	if err != nil {
+		return nil, err
+	}
+	_, err = backlog.NewTracker(backlog.TrackerConfig{Counter: counter, Depths: memory, Queues: names.Live, Registerer: rec, RedisMetrics: redisMetrics})
 	check(err)
 	_, err = schedule.New(schedule.Config{Backend: memory, Queue: names.Live[0], Redis: rdb, KeyPrefix: prefix, Registerer: rec})
 	check(err)

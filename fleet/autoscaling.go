@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fairq/fairq/internal/lifecycle"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -128,11 +129,7 @@ type Autoscaling struct {
 
 	failing bool // the latest read failed; the run goroutine's
 
-	life    sync.Mutex
-	started bool
-	cancel  context.CancelFunc
-	stop    chan struct{}
-	done    chan struct{}
+	loops lifecycle.Loops
 }
 
 // bucket holds the processing times of one part of the window.
@@ -167,8 +164,6 @@ func NewAutoscaling(cfg AutoscalingConfig) (*Autoscaling, error) {
 			Name: "fairq_backlog_visible_messages",
 			Help: "Visible messages of the live, overflow and backlog queues, as last read.",
 		}),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
 	}
 	if reg := cfg.Registerer; reg != nil {
 		var errs []error
@@ -241,44 +236,21 @@ func (a *Autoscaling) Refresh(ctx context.Context) error {
 }
 
 // Start reads the queues at once and every Interval until Stop: ctx only
-// carries values.
+// carries values (see package lifecycle).
 func (a *Autoscaling) Start(ctx context.Context) error {
-	a.life.Lock()
-	defer a.life.Unlock()
-	if a.started {
-		return errors.New("fleet: autoscaling already started")
+	ctx, err := a.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("fleet: autoscaling: %w", err)
 	}
-	a.started = true
-	ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	go a.run(ctx)
+	a.loops.Go(func() { a.run(ctx) })
 	return nil
 }
 
-// Stop stops reading the queues. It is idempotent; Stop before Start does
-// nothing.
-func (a *Autoscaling) Stop(ctx context.Context) error {
-	a.life.Lock()
-	if !a.started {
-		a.life.Unlock()
-		return nil
-	}
-	select {
-	case <-a.stop:
-	default:
-		close(a.stop)
-	}
-	a.cancel() // ends a read under way
-	a.life.Unlock()
-	select {
-	case <-a.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// Stop stops reading the queues, ending a read under way. It is
+// idempotent; Stop before Start does nothing.
+func (a *Autoscaling) Stop(ctx context.Context) error { return a.loops.Stop(ctx) }
 
 func (a *Autoscaling) run(ctx context.Context) {
-	defer close(a.done)
 	t := time.NewTicker(a.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -288,8 +260,6 @@ func (a *Autoscaling) run(ctx context.Context) {
 		a.health(ctx, err)
 		select {
 		case <-ctx.Done():
-			return
-		case <-a.stop:
 			return
 		case <-t.C:
 		}

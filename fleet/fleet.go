@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/internal/degrade"
+	"github.com/fairq/fairq/internal/lifecycle"
 )
 
 // HeartbeatDefault is Config.Heartbeat's default.
@@ -42,9 +44,12 @@ type Config struct {
 	// Logger receives a line when Redis cannot be reached and when it is
 	// back; nil discards.
 	Logger *slog.Logger
-	// Registerer receives fairq_fleet_workers and fairq_redis_degraded
-	// {component="fleet"}; nil registers nothing.
+	// Registerer receives fairq_fleet_workers; nil registers nothing.
 	Registerer prometheus.Registerer
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total (degrade.NewMetrics), which the series of
+	// component="fleet" join; nil keeps them registered nowhere.
+	RedisMetrics *degrade.Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -69,22 +74,17 @@ func (c Config) validate() error {
 // Fleet is this worker's membership in the fleet of workers, and the
 // fleet's size as the workers' heartbeats in Redis tell it.
 type Fleet struct {
-	cfg      Config
-	last     atomic.Int64 // the size last known, at least 1
-	workers  prometheus.Gauge
-	degraded prometheus.Gauge
+	cfg     Config
+	last    atomic.Int64 // the size last known, at least 1
+	workers prometheus.Gauge
+	redis   *degrade.Dependency
 
-	life    sync.Mutex // Start and Stop
-	started bool
-	kill    context.CancelFunc // ends the heartbeat as a crash would (tests)
+	// loops run the heartbeat; Kill (tests) ends it as a crash would.
+	loops lifecycle.Loops
 
-	mu   sync.Mutex
-	down bool // the latest heartbeat failed
 	// abandoned is set by a kill: the registration is left to go stale,
 	// as after a crash.
 	abandoned atomic.Bool
-	stop      chan struct{}
-	done      chan struct{}
 }
 
 // New returns a Fleet; Start registers the worker.
@@ -99,40 +99,22 @@ func New(cfg Config) (*Fleet, error) {
 			Name: "fairq_fleet_workers",
 			Help: "Workers alive in the fleet, as last known: those whose heartbeat in Redis is recent; 1 without Redis.",
 		}),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
 	}
 	f.setLast(1)
-	degraded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "fairq_redis_degraded",
-		Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
-	}, []string{"component"})
 	if reg := cfg.Registerer; reg != nil {
 		if err := reg.Register(f.workers); err != nil {
 			return nil, err
 		}
-		var err error
-		if degraded, err = registerVec(reg, degraded); err != nil {
-			return nil, err
-		}
 	}
-	f.degraded = degraded.WithLabelValues("fleet")
+	f.redis = degrade.New(degrade.Config{
+		Component: "fleet",
+		Metrics:   cfg.RedisMetrics,
+		Logger:    cfg.Logger,
+		Down:      "redis unreachable; the fleet size stays as last known until it is back",
+		Up:        "redis is back; the fleet size is known again",
+		Cooldown:  -1, // the heartbeat asks at its own pace
+	})
 	return f, nil
-}
-
-// registerVec registers c, or returns the equal collector registered before
-// by another component.
-func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
 
 // ID returns this worker's id in the fleet.
@@ -187,49 +169,30 @@ func (f *Fleet) Size(ctx context.Context) (int, error) {
 }
 
 // Start registers the worker and beats every Heartbeat until Stop: ctx
-// only carries values. If Redis cannot be reached, the worker keeps trying
-// and Last stays 1 (or what it last was).
+// only carries values (see package lifecycle). If Redis cannot be
+// reached, the worker keeps trying and Last stays 1 (or what it last
+// was).
 func (f *Fleet) Start(ctx context.Context) error {
-	f.life.Lock()
-	defer f.life.Unlock()
-	if f.started {
-		return errors.New("fleet: already started")
+	ctx, err := f.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
 	}
-	f.started = true
-	// kill abandons the registration as a crash would: the heartbeat
-	// stops and the worker stops counting after three intervals. Only
-	// tests use it.
-	ctx, f.kill = context.WithCancel(context.WithoutCancel(ctx))
 	if f.cfg.Redis == nil {
-		close(f.done)
 		return nil
 	}
 	f.beat(ctx)
-	go f.run(ctx)
+	f.loops.Go(func() { f.run(ctx) })
 	return nil
 }
 
 // Stop stops the heartbeat and takes the worker out of the fleet at once,
 // so that the others count one fewer without waiting. It is idempotent;
 // Stop before Start does nothing.
-func (f *Fleet) Stop(ctx context.Context) error {
-	f.life.Lock()
-	if !f.started {
-		f.life.Unlock()
-		return nil
-	}
-	select {
-	case <-f.stop:
-	default:
-		close(f.stop)
-	}
-	f.life.Unlock()
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	f.kill() // the heartbeat has ended: this only frees the context
+func (f *Fleet) Stop(ctx context.Context) error { return f.loops.StopThen(ctx, f.leave) }
+
+// leave takes the worker out of the fleet, unless it was killed: then its
+// registration is left to go stale, as after a crash.
+func (f *Fleet) leave(ctx context.Context) error {
 	if f.cfg.Redis == nil || f.abandoned.Load() {
 		return nil
 	}
@@ -240,15 +203,12 @@ func (f *Fleet) Stop(ctx context.Context) error {
 }
 
 func (f *Fleet) run(ctx context.Context) {
-	defer close(f.done)
 	t := time.NewTicker(f.cfg.Heartbeat)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			f.abandoned.Store(true)
-			return
-		case <-f.stop:
+			f.abandoned.Store(errors.Is(context.Cause(ctx), lifecycle.ErrKilled))
 			return
 		case <-t.C:
 			f.beat(ctx)
@@ -261,24 +221,12 @@ func (f *Fleet) beat(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.Heartbeat)
 	defer cancel()
 	n, err := beatScript.Run(cctx, f.cfg.Redis, []string{workersKey(f.cfg.Prefix)}, f.cfg.ID, f.stale().Milliseconds()).Int()
-	f.mu.Lock()
-	was := f.down
-	f.down = err != nil
-	f.mu.Unlock()
 	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		if !was {
-			f.degraded.Set(1)
-			f.cfg.Logger.Warn("redis unreachable; the fleet size stays as last known until it is back",
-				"component", "fleet", "fleet_size", f.Last(), "err", err)
+		if ctx.Err() == nil {
+			f.redis.Failed(ctx, err, slog.Int("fleet_size", f.Last()))
 		}
 		return
 	}
 	f.setLast(n)
-	if was {
-		f.degraded.Set(0)
-		f.cfg.Logger.Info("redis is back; the fleet size is known again", "component", "fleet", "fleet_size", n)
-	}
+	f.redis.OK(ctx, slog.Int("fleet_size", n))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/fleet"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 )
 
@@ -127,8 +128,12 @@ func TestFleetRedisDown(t *testing.T) {
 	pc := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { pc.Close() })
 	reg := prometheus.NewRegistry()
+	redisMetrics, err := degrade.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "steady", Heartbeat: beat})
-	f := member(t, fleet.Config{Redis: pc, Prefix: prefix, ID: "cut", Heartbeat: beat, Registerer: reg})
+	f := member(t, fleet.Config{Redis: pc, Prefix: prefix, ID: "cut", Heartbeat: beat, Registerer: reg, RedisMetrics: redisMetrics})
 	eventually(t, 2*time.Second, "both counted", func() bool { return f.Last() == 2 })
 
 	proxy.SetDown(true)

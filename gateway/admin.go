@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/tenant"
 )
 
@@ -64,8 +63,8 @@ type keyJSON struct {
 // tenantJSON is a tenant as the admin API shows it.
 type tenantJSON struct {
 	ID        string        `json:"id"`
-	Limits    config.Limits `json:"limits"`    // resolved over the defaults
-	Overrides config.Limits `json:"overrides"` // set by the tenant itself
+	Limits    tenant.Limits `json:"limits"`    // resolved over the defaults
+	Overrides tenant.Limits `json:"overrides"` // set by the tenant itself
 	Keys      []keyJSON     `json:"keys"`
 	Source    string        `json:"source"` // "config" or "admin"
 }
@@ -146,8 +145,8 @@ func (s *Server) handlePutTenant(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, tenantOf(t))
 }
 
-func decodeLimits(w http.ResponseWriter, r *http.Request) (config.Limits, error) {
-	var l config.Limits
+func decodeLimits(w http.ResponseWriter, r *http.Request) (tenant.Limits, error) {
+	var l tenant.Limits
 	if err := checkJSONContent(r); err != nil {
 		return l, err
 	}

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,28 +13,11 @@ import (
 
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/tenant"
 )
 
 const adminToken = "the-admin-token"
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fakeRedriver records its calls.
 type fakeRedriver struct {
@@ -103,7 +85,7 @@ func TestAdminAuth(t *testing.T) {
 
 func TestAdminTenants(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	f := setup(t, withAdmin, func(c *gateway.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
@@ -257,7 +239,7 @@ func TestTenantSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := setup(t, func(c *gateway.Config) { c.Backlog = counter })
+	f := setup(t, func(c *gateway.Config) { c.Backlog = tracker(t, backlog.TrackerConfig{Counter: counter}) })
 	for range 3 {
 		f.do(t, request{key: slowKey, body: `{"body":"x"}`}) // 2 admitted, 1 refused
 	}
@@ -289,12 +271,8 @@ func TestTenantCountsAcrossGateways(t *testing.T) {
 		fl.post(i%2, acmeKey, `{"body":"x"}`, nil)
 	}
 	fl.post(0, acmeKey, `{"bdy":"x"}`, nil)
-	// Stopping flushes the gateways' counts.
-	for _, gw := range fl.gws {
-		if err := gw.Stop(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Stopping flushes the gateways' counts, then their backlog counts.
+	fl.stop(t)
 	req := request{method: "GET", path: "/v1/tenant", key: acmeKey}
 	w := (&fixture{srv: fl.gws[1]}).do(t, req)
 	got := decode[map[string]any](t, w)

@@ -7,7 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/backlog"
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
@@ -24,7 +23,7 @@ func (firstPicker) Sent(int, int)   {}
 // is mostly served from its 100 ms cache).
 func BenchmarkAdmit(b *testing.B) {
 	rate, burst := 1e12, 1<<40
-	reg, err := tenant.New(tenant.Config{Tenants: []config.Tenant{{ID: "acme", Limits: config.Limits{IngestRate: &rate, IngestBurst: &burst}}}})
+	reg, err := tenant.New(tenant.Config{Tenants: []tenant.Spec{{ID: "acme", Limits: tenant.Limits{IngestRate: &rate, IngestBurst: &burst}}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,9 +36,16 @@ func BenchmarkAdmit(b *testing.B) {
 		}
 		return s
 	}
+	trackerOf := func(c *backlog.Counter) *backlog.Tracker {
+		tr, err := backlog.NewTracker(backlog.TrackerConfig{Counter: c})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tr
+	}
 	memBacklog, _ := backlog.New(backlog.Config{})
 	b.Run("local", func(b *testing.B) {
-		s := newServer(throttle.NewLocalLimiter(throttle.LocalConfig{}), memBacklog)
+		s := newServer(throttle.NewLocalLimiter(throttle.LocalConfig{}), trackerOf(memBacklog))
 		benchAdmit(b, s, t)
 	})
 	b.Run("redis", func(b *testing.B) {
@@ -54,7 +60,7 @@ func BenchmarkAdmit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchAdmit(b, newServer(rl, bl), t)
+		benchAdmit(b, newServer(rl, trackerOf(bl)), t)
 	})
 }
 

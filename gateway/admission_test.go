@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fairq/fairq/backlog"
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/tenant"
 )
 
@@ -20,7 +22,6 @@ type fixedBacklog struct {
 	mu    sync.Mutex
 	n     map[string]int64
 	added map[string]int64
-	err   error
 }
 
 func (b *fixedBacklog) set(tenant string, n int64) {
@@ -32,34 +33,37 @@ func (b *fixedBacklog) set(tenant string, n int64) {
 	b.n[tenant] = n
 }
 
-func (b *fixedBacklog) fail(err error) {
-	b.mu.Lock()
-	b.err = err
-	b.mu.Unlock()
-}
-
-func (b *fixedBacklog) Add(_ context.Context, tenant string, n int64) error {
+func (b *fixedBacklog) Add(tenant string, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.added == nil {
 		b.added = map[string]int64{}
 	}
 	b.added[tenant] += n
-	return b.err
 }
 
-func (b *fixedBacklog) Get(_ context.Context, tenant string) (int64, error) {
+func (b *fixedBacklog) Get(_ context.Context, tenant string) (int64, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.n[tenant], b.err
+	return b.n[tenant], true, nil
+}
+
+// tracker returns a started backlog tracker, stopped when the test ends.
+func tracker(t testing.TB, cfg backlog.TrackerConfig) *backlog.Tracker {
+	t.Helper()
+	tr, err := backlog.NewTracker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testenv.Started(t, tr)
 }
 
 // bpTenant admits 100/s with a bucket of 100, shrinking from a backlog of
 // 1000 to none at 2000.
-var bpTenant = config.Tenant{ID: "bp", APIKeys: []string{tenant.HashKey("bp-key")},
-	Limits: config.Limits{IngestRate: ptr(100.0), IngestBurst: ptr(100), ProcessRate: ptr(50.0), SoftBacklog: ptr(1000), MaxBacklog: ptr(2000)}}
+var bpTenant = tenant.Spec{ID: "bp", APIKeys: []string{tenant.HashKey("bp-key")},
+	Limits: tenant.Limits{IngestRate: ptr(100.0), IngestBurst: ptr(100), ProcessRate: ptr(50.0), SoftBacklog: ptr(1000), MaxBacklog: ptr(2000)}}
 
-func withTenants(extra ...config.Tenant) func(*gateway.Config) {
+func withTenants(extra ...tenant.Spec) func(*gateway.Config) {
 	return func(c *gateway.Config) {
 		reg, err := tenant.New(tenant.Config{Tenants: append(testTenants(), extra...)})
 		if err != nil {
@@ -144,7 +148,7 @@ func TestBacklogCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := setup(t, func(c *gateway.Config) { c.Backlog = counter })
+	f := setup(t, func(c *gateway.Config) { c.Backlog = tracker(t, backlog.TrackerConfig{Counter: counter}) })
 	for range 3 {
 		f.do(t, request{key: acmeKey, body: `{"body":"x"}`})
 	}
@@ -163,10 +167,16 @@ func TestBacklogUnreachable(t *testing.T) {
 	for _, closed := range []bool{false, true} {
 		t.Run("fail closed "+strconv.FormatBool(closed), func(t *testing.T) {
 			t.Parallel()
-			bl := &fixedBacklog{}
-			bl.set("bp", 5000) // would be full
-			bl.fail(errors.New("dial tcp: connection refused"))
-			f := setup(t, withTenants(bpTenant), func(c *gateway.Config) { c.Backlog = bl; c.FailClosed = closed })
+			// A Redis that refuses connections.
+			client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+			t.Cleanup(func() { client.Close() })
+			counter, err := backlog.New(backlog.Config{Redis: client, Prefix: "unreachable:"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := setup(t, withTenants(bpTenant), func(c *gateway.Config) {
+				c.Backlog = tracker(t, backlog.TrackerConfig{Counter: counter, FailClosed: closed, RedisMetrics: c.RedisMetrics})
+			})
 			w := f.do(t, request{key: "bp-key", body: `{"body":"x"}`})
 			want := http.StatusAccepted
 			if closed {

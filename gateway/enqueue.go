@@ -393,25 +393,14 @@ func (s *Server) prepare(t tenant.Tenant, msg message, reqID, traceparent string
 // the error to answer with.
 func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.Decision, int, error) {
 	lim := throttle.Limit{Rate: t.Limits.IngestRate, Burst: t.Limits.IngestBurst}
-	if s.cfg.Backlog != nil && t.Limits.MaxBacklog > 0 {
-		var b int64
-		err := errResting
-		if !s.backlog.resting() {
-			b, err = s.cfg.Backlog.Get(ctx, t.ID)
-		}
+	if t.Limits.MaxBacklog > 0 {
+		b, known, err := s.cfg.Backlog.Get(ctx, t.ID)
 		switch {
-		case err == errResting:
-			if err := s.backlog.without(err); err != nil {
-				return throttle.Decision{}, 0, err
-			}
 		case err != nil && ctx.Err() != nil:
 			return throttle.Decision{}, 0, ctx.Err()
 		case err != nil:
-			if err := s.backlog.failed(ctx, err); err != nil {
-				return throttle.Decision{}, 0, err
-			}
-		default:
-			s.backlog.ok(ctx)
+			return throttle.Decision{}, 0, err // failing closed: 503
+		case known:
 			maxB, soft := int64(t.Limits.MaxBacklog), int64(t.Limits.SoftBacklog)
 			if b >= maxB {
 				wait := backlogWait(b-maxB+1, t.Limits.ProcessRate)
@@ -466,7 +455,7 @@ type pendingSend struct {
 func (s *Server) submit(t tenant.Tenant, item sendItem) pendingSend {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.stopped || !s.started {
+	if s.phase != phaseOpen {
 		return pendingSend{q: -1, err: ErrStopped}
 	}
 	p, ok := s.pick(t, &item)
@@ -487,7 +476,7 @@ func (s *Server) submitAll(t tenant.Tenant, items []sendItem) []pendingSend {
 	ps := make([]pendingSend, len(items))
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.stopped || !s.started {
+	if s.phase != phaseOpen {
 		for i := range ps {
 			ps[i] = pendingSend{q: -1, err: ErrStopped}
 		}

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
 	"github.com/fairq/fairq/queue"
@@ -22,7 +21,7 @@ func ExampleNew() {
 	for _, n := range names.All() {
 		backend.Create(ctx, queue.Spec{Name: n})
 	}
-	tenants, _ := tenant.New(tenant.Config{Tenants: []config.Tenant{
+	tenants, _ := tenant.New(tenant.Config{Tenants: []tenant.Spec{
 		{ID: "acme", APIKeys: []string{tenant.HashKey("acme-key")}},
 	}})
 	srv, err := gateway.New(gateway.Config{

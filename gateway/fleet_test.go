@@ -14,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/backlog"
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
@@ -33,10 +33,37 @@ type fleet struct {
 	names   queue.Names
 	backlog *backlog.Counter // a worker's view of the backlogs
 	gws     []*gateway.Server
+	counts  []*backlog.Tracker // of each gateway
+}
+
+// stop stops the gateways, then their backlog counts, which the gateways
+// added to until then: their counts are applied.
+func (fl *fleet) stop(t *testing.T) {
+	t.Helper()
+	for _, gw := range fl.gws {
+		if err := gw.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tr := range fl.counts {
+		if err := tr.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// flushCounts applies the backlog counts the gateways gathered so far.
+func (fl *fleet) flushCounts(t *testing.T) {
+	t.Helper()
+	for _, tr := range fl.counts {
+		if err := tr.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // newFleet starts n gateways on real Redis and fauxqs.
-func newFleet(t *testing.T, n int, tenants []config.Tenant, change ...func(*gateway.Config)) *fleet {
+func newFleet(t *testing.T, n int, tenants []tenant.Spec, change ...func(*gateway.Config)) *fleet {
 	t.Helper()
 	ctx := context.Background()
 	fl := &fleet{prefix: testenv.Prefix(t)}
@@ -72,22 +99,29 @@ func newFleet(t *testing.T, n int, tenants []config.Tenant, change ...func(*gate
 		if err != nil {
 			t.Fatal(err)
 		}
-		bl, err := backlog.New(backlog.Config{Redis: fl.redis, Prefix: keyPrefix})
+		counter, err := backlog.New(backlog.Config{Redis: fl.redis, Prefix: keyPrefix})
 		if err != nil {
 			t.Fatal(err)
 		}
 		promReg := prometheus.NewRegistry()
+		redisMetrics, err := degrade.NewMetrics(promReg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bl := tracker(t, backlog.TrackerConfig{Counter: counter, RedisMetrics: redisMetrics})
+		fl.counts = append(fl.counts, bl)
 		cfg := gateway.Config{
-			Backend:     fl.flaky,
-			Names:       fl.names,
-			Picker:      gatewaytest.NewRoundRobin(len(fl.names.Live)),
-			Tenants:     reg,
-			Limiter:     lim,
-			Backlog:     bl,
-			Redis:       fl.redis,
-			RedisPrefix: keyPrefix,
-			Registerer:  promReg,
-			Gatherer:    promReg,
+			RedisMetrics: redisMetrics,
+			Backend:      fl.flaky,
+			Names:        fl.names,
+			Picker:       gatewaytest.NewRoundRobin(len(fl.names.Live)),
+			Tenants:      reg,
+			Limiter:      lim,
+			Backlog:      bl,
+			Redis:        fl.redis,
+			RedisPrefix:  keyPrefix,
+			Registerer:   promReg,
+			Gatherer:     promReg,
 		}
 		for _, c := range change {
 			c(&cfg)
@@ -183,8 +217,8 @@ func missingFrom(want map[string]bool, got map[string]queue.Message) []string {
 func TestFleetWideLimit(t *testing.T) {
 	// Not parallel: it measures a rate over real time.
 	const rate, burst = 40.0, 10
-	tenants := append(testTenants(), config.Tenant{ID: "fleet", APIKeys: []string{tenant.HashKey("fleet-key")},
-		Limits: config.Limits{IngestRate: ptr(rate), IngestBurst: ptr(burst)}})
+	tenants := append(testTenants(), tenant.Spec{ID: "fleet", APIKeys: []string{tenant.HashKey("fleet-key")},
+		Limits: tenant.Limits{IngestRate: ptr(rate), IngestBurst: ptr(burst)}})
 	fl := newFleet(t, 2, tenants)
 
 	const clients = 8 // per gateway: enough that some poll while others send
@@ -263,8 +297,8 @@ func TestFleetWideLimit(t *testing.T) {
 // admitted.
 func TestRetryAfterOnRedis(t *testing.T) {
 	// Not parallel: it waits real time.
-	tenants := append(testTenants(), config.Tenant{ID: "trickle", APIKeys: []string{tenant.HashKey("trickle-key")},
-		Limits: config.Limits{IngestRate: ptr(0.5), IngestBurst: ptr(1)}})
+	tenants := append(testTenants(), tenant.Spec{ID: "trickle", APIKeys: []string{tenant.HashKey("trickle-key")},
+		Limits: tenant.Limits{IngestRate: ptr(0.5), IngestBurst: ptr(1)}})
 	fl := newFleet(t, 1, tenants)
 	if w := fl.post(0, "trickle-key", `{"body":"x"}`, nil); w.Code != http.StatusAccepted {
 		t.Fatalf("first: %d %s", w.Code, w.Body)
@@ -307,6 +341,7 @@ func TestBackpressureOnRedis(t *testing.T) {
 	if most := 50 + int(50*time.Since(start).Seconds()); admitted < 50 || admitted > most {
 		t.Errorf("admitted %d at once at a backlog of 1500, want 50 to %d", admitted, most)
 	}
+	fl.flushCounts(t)
 	if n, _ := fl.backlog.Get(ctx, "bp"); n != int64(1500+admitted) {
 		t.Errorf("backlog %d, want 1500 + the %d admitted", n, admitted)
 	}

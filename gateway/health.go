@@ -25,7 +25,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 // readiness sees, enqueues see, and the reverse).
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
-	up := s.started && !s.stopped
+	up := s.phase == phaseOpen
 	s.mu.RUnlock()
 	if !up {
 		s.writeError(w, r, ErrStopped)

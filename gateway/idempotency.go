@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairq/fairq/idempotency"
+	"github.com/fairq/fairq/internal/degrade"
 )
 
 // idemStore is an idempotency store (idempotency.Memory, idempotency.Redis).
@@ -28,7 +29,7 @@ var (
 type idempotencyKeys struct {
 	redis idemStore // nil without Redis
 	local *idempotency.Memory
-	dep   *dependency
+	dep   *degrade.Dependency
 }
 
 // held is an owned idempotency key.
@@ -45,19 +46,19 @@ func (s *Server) idemClaim(ctx context.Context, tenant, key, fingerprint, id str
 	k := &s.idem
 	var store idemStore = k.local
 	if k.redis != nil {
-		if !k.dep.resting() {
+		if !k.dep.Resting() {
 			c, err := k.redis.Claim(ctx, req)
 			switch {
 			case err == nil:
-				k.dep.ok(ctx)
+				k.dep.OK(ctx)
 				return c, &held{store: k.redis, key: req.Key, token: c.Token}, nil
 			case ctx.Err() != nil:
 				return idempotency.Claim{}, nil, ctx.Err()
 			}
-			if err := k.dep.failed(ctx, err); err != nil {
+			if err := s.failed(ctx, k.dep, err); err != nil {
 				return idempotency.Claim{}, nil, err
 			}
-		} else if err := k.dep.without(errResting); err != nil {
+		} else if err := s.without(k.dep, errResting); err != nil {
 			return idempotency.Claim{}, nil, err
 		}
 	}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,8 +25,6 @@ type metrics struct {
 	bodyBytes   prometheus.Gauge
 	bodyRefused *prometheus.CounterVec // scope
 	prechecked  *prometheus.CounterVec // reason
-	degraded    *prometheus.GaugeVec   // component
-	fallback    *prometheus.CounterVec // component
 
 	labels tenantLabels
 }
@@ -84,14 +81,6 @@ func newMetrics(reg prometheus.Registerer, maxTenants int) (*metrics, error) {
 			Name: "fairq_prechecked_total",
 			Help: "Enqueue requests refused before their body was read, by reason: the tenant was refused moments ago, or the queue backend is known to be down.",
 		}, []string{"reason"}),
-		degraded: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "fairq_redis_degraded",
-			Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
-		}, []string{"component"}),
-		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fairq_redis_fallback_total",
-			Help: "Operations answered from local state because Redis was unreachable, by component.",
-		}, []string{"component"}),
 		labels: tenantLabels{max: maxTenants, known: make(map[string]struct{})},
 	}
 	if reg == nil {
@@ -102,29 +91,7 @@ func newMetrics(reg prometheus.Registerer, maxTenants int) (*metrics, error) {
 			return nil, err
 		}
 	}
-	var err error
-	if m.degraded, err = registerVec(reg, m.degraded); err != nil {
-		return nil, err
-	}
-	if m.fallback, err = registerVec(reg, m.fallback); err != nil {
-		return nil, err
-	}
 	return m, nil
-}
-
-// registerVec registers c, or returns the equal collector another
-// component registered before.
-func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
 
 // tenantLabels bounds the tenant label: the first max tenants seen get

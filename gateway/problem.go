@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
@@ -102,6 +103,7 @@ func problemOf(err error) (status int, e *Error) {
 	case errors.Is(err, ErrStopped):
 		e = &Error{Code: CodeUnavailable, Detail: "the gateway is shutting down; retry", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, tenant.ErrUnavailable), errors.Is(err, throttle.ErrUnavailable), errors.Is(err, idempotency.ErrUnavailable),
+		errors.Is(err, backlog.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, errUnavailable):
 		e = &Error{Code: CodeUnavailable, Detail: "a service the gateway depends on is unavailable; retry", RetryAfter: time.Second, Err: err}
 	default:

@@ -117,13 +117,13 @@ func (s *Server) flush(ctx context.Context, name string, items []sendItem) ([]se
 		s.m.retries.Inc()
 		todo = again
 	}
-	s.account(ctx, items, results)
+	s.account(items, results)
 	return results, nil
 }
 
 // account adds the accepted messages to their tenants' backlogs and counts
 // the failures.
-func (s *Server) account(ctx context.Context, items []sendItem, results []sendResult) {
+func (s *Server) account(items []sendItem, results []sendResult) {
 	var tenants [queue.MaxBatch]string
 	var counts [queue.MaxBatch]int64
 	n := 0
@@ -143,28 +143,13 @@ func (s *Server) account(ctx context.Context, items []sendItem, results []sendRe
 		}
 		counts[j]++
 	}
-	// The counts are estimates that reconciliation corrects, and the
-	// callers of this batch wait for them: while Redis is resting after a
-	// failure they are skipped, and the calls of a batch share one short
-	// deadline, so that a partitioned Redis delays no 202 by more than
-	// backlogAddTimeout once per cooldown.
-	if s.cfg.Backlog == nil || s.backlog.resting() || n == 0 {
-		return
-	}
-	// Not cut short by the send's deadline, which the send may have used.
-	addCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backlogAddTimeout)
-	defer cancel()
+	// The counts are estimates that reconciliation corrects: the Backlog
+	// takes them without waiting (see backlog.Tracker), so that the
+	// callers of this batch are not held up by Redis.
 	for j := range n {
-		if err := s.cfg.Backlog.Add(addCtx, tenants[j], counts[j]); err != nil {
-			_ = s.backlog.failed(ctx, err) // logs once per outage; sends never fail closed on a count
-			return
-		}
+		s.cfg.Backlog.Add(tenants[j], counts[j])
 	}
-	s.backlog.ok(ctx)
 }
-
-// backlogAddTimeout bounds the backlog counts of one batch after its send.
-const backlogAddTimeout = 250 * time.Millisecond
 
 // retryable reports whether a send error is a fault of the queue service
 // or of the network, worth another attempt.

@@ -15,8 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/internal/batch"
+	"github.com/fairq/fairq/internal/degrade"
+	"github.com/fairq/fairq/internal/lifecycle"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -44,13 +47,23 @@ type Limiter interface {
 	Allow(ctx context.Context, key string, l throttle.Limit, n int) (throttle.Decision, error)
 }
 
-// Backlog counts each tenant's messages not yet ended (backlog.Memory,
-// backlog.Redis). The gateway adds what it sent; workers take away what
-// ended.
+// Backlog keeps each tenant's count of messages not yet ended
+// (backlog.Tracker; backlog.Off keeps none). The gateway adds what SQS
+// took; workers take away what ended.
 type Backlog interface {
-	Add(ctx context.Context, tenant string, n int64) error
-	Get(ctx context.Context, tenant string) (int64, error)
+	// Add counts n messages of tenant that SQS took. It must not block:
+	// the callers of a send batch are waiting.
+	Add(tenant string, n int64)
+	// Get returns the tenant's count; known is false when there is none
+	// to go by (no counts kept, or Redis unreachable and failing open).
+	// An error refuses the admission (failing closed).
+	Get(ctx context.Context, tenant string) (n int64, known bool, err error)
 }
+
+var (
+	_ Backlog = (*backlog.Tracker)(nil)
+	_ Backlog = backlog.Off{}
+)
 
 // Redriver moves dead letters back to the live queues (the worker's
 // redrive). Nil in Config leaves POST /admin/v1/dlq/redrive answering 503.
@@ -77,17 +90,21 @@ type Config struct {
 	// AdminTokenSHA256 is the sha256 (64 hex digits) of the bearer token
 	// of the /admin API; empty turns /admin off (404).
 	AdminTokenSHA256 string
-	// Backlog, when set, counts accepted messages and slows then stops a
-	// tenant whose backlog passes soft_backlog, then max_backlog. If it
-	// also has Reconcile(ctx, total int64) error (backlog.Counter does),
-	// the gateway calls it every ReconcileEvery with the number of messages
-	// on the queues.
+	// Backlog counts accepted messages and slows then stops a tenant
+	// whose backlog passes soft_backlog, then max_backlog; nil keeps no
+	// counts (backlog.Off). Its own outage policy (backlog.TrackerConfig's
+	// FailClosed) decides whether admission goes on without it.
 	Backlog Backlog
-	// FailClosed answers 503 while Redis, behind Backlog or the
-	// idempotency keys, is unreachable; by default (redis.fail_open: true)
-	// the gateway goes on without backpressure and with in-process
-	// idempotency keys, and says so in the log and the metrics.
+	// FailClosed answers 503 while Redis, behind the idempotency keys, is
+	// unreachable; by default (redis.fail_open: true) the gateway goes on
+	// with in-process idempotency keys, and says so in the log and the
+	// metrics.
 	FailClosed bool
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total (degrade.NewMetrics), which the series
+	// of the components "backlog" and "idempotency" join; nil keeps them
+	// registered nowhere.
+	RedisMetrics *degrade.Metrics
 	// Redis, when set, holds the Idempotency-Keys of the fleet; nil keeps
 	// them in this process.
 	Redis redis.UniversalClient
@@ -100,9 +117,6 @@ type Config struct {
 	// (without Redis, or while it is unreachable); past it the oldest are
 	// forgotten first. Zero uses MaxLocalIdempotencyKeysDefault.
 	MaxLocalIdempotencyKeys int
-	// ReconcileEvery is how often backlogs are reconciled with the queues'
-	// depths; zero uses ReconcileEveryDefault, negative never.
-	ReconcileEvery time.Duration
 
 	// MaxMessageSize is the largest message accepted, counted as SQS
 	// counts it; zero uses queue.MaxMessageSizeDefault, at most
@@ -158,7 +172,6 @@ const (
 	SendTimeoutDefault     = 3 * time.Second
 	ReadyCacheDefault      = time.Second
 	MaxTenantLabelsDefault = 100
-	ReconcileEveryDefault  = time.Minute
 
 	IdempotencyWindowDefault       = 24 * time.Hour
 	MaxLocalIdempotencyKeysDefault = 100_000
@@ -174,7 +187,6 @@ func (c Config) withDefaults() Config {
 	c.MaxTenantInflightBytes = cmp.Or(c.MaxTenantInflightBytes, min(MaxTenantInflightBytesDefault, c.MaxInflightBytes))
 	c.ReadyCache = cmp.Or(c.ReadyCache, ReadyCacheDefault)
 	c.MaxTenantLabels = cmp.Or(c.MaxTenantLabels, MaxTenantLabelsDefault)
-	c.ReconcileEvery = cmp.Or(c.ReconcileEvery, ReconcileEveryDefault)
 	c.IdempotencyWindow = cmp.Or(c.IdempotencyWindow, IdempotencyWindowDefault)
 	c.MaxLocalIdempotencyKeys = cmp.Or(c.MaxLocalIdempotencyKeys, MaxLocalIdempotencyKeysDefault)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
@@ -183,6 +195,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Limiter == nil {
 		c.Limiter = throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now})
+	}
+	if c.Backlog == nil {
+		c.Backlog = backlog.Off{}
 	}
 	return c
 }
@@ -241,18 +256,27 @@ type Server struct {
 	backend   *backendHealth
 	bodies    *bodyBudget
 	refused   refusals
-	backlog   *dependency
 	idem      idempotencyKeys
 	stats     *stats
 	admin     bool
 	adminHash [32]byte
 
-	mu      sync.RWMutex // held for reading while a message is handed to the batcher
-	started bool
-	stopped bool
-	cancel  context.CancelFunc // of the background loops
-	loops   sync.WaitGroup
+	// mu is held for reading while a message is handed to the batcher,
+	// and for writing to change phase: messages are handed over only
+	// while it is phaseOpen, between Start and Stop.
+	mu    sync.RWMutex
+	phase phase
+	loops lifecycle.Loops // the background loops: stats, backend probe
 }
+
+// phase is where a Server is in its life.
+type phase int
+
+const (
+	phaseNew    phase = iota // before Start: enqueues answer 503
+	phaseOpen                // between Start and Stop
+	phaseClosed              // Stop began: enqueues answer 503
+)
 
 var _ http.Handler = (*Server)(nil)
 
@@ -289,7 +313,6 @@ func New(cfg Config) (*Server, error) {
 		s.admin = true
 	}
 	s.stats = &stats{redis: cfg.Redis, prefix: cfg.RedisPrefix, log: s.log}
-	s.backlog = s.newDependency("backlog")
 	s.backend = newBackendHealth()
 	s.bodies = newBodyBudget(cfg.MaxInflightBytes, cfg.MaxTenantInflightBytes)
 	// A key's lease covers its send (SendTimeout) with room to resolve
@@ -338,23 +361,22 @@ func (s *Server) Router() chi.Routes { return s.router }
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-// Start starts the send batcher and the reconciliation of backlogs. The
-// server answers 503 before Start.
+// Start starts the send batcher and the background loops (shared stats,
+// the backend probe) until Stop: ctx only carries values (see package
+// lifecycle). The server answers 503 before Start.
 func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return errors.New("gateway: started twice")
+	loopCtx, err := s.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
 	}
-	s.started = true
 	if err := s.batcher.Start(ctx); err != nil {
 		return err
 	}
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	if rec, ok := s.cfg.Backlog.(reconciler); ok && s.cfg.ReconcileEvery > 0 {
-		s.loops.Go(func() { s.reconcileLoop(loopCtx, rec) })
+	s.mu.Lock()
+	if s.phase == phaseNew {
+		s.phase = phaseOpen
 	}
+	s.mu.Unlock()
 	if s.stats.redis != nil {
 		s.loops.Go(func() { s.stats.run(loopCtx) })
 	}
@@ -368,23 +390,8 @@ func (s *Server) Start(ctx context.Context) error {
 // the handlers, which wait for their sends), then Stop. Stop is idempotent.
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	s.stopped = true
-	cancel := s.cancel
-	s.cancel = nil
+	s.phase = phaseClosed
 	s.mu.Unlock()
-	err := s.batcher.Stop(ctx) // first: flushing counts to Redis comes after the last sends
-	if cancel != nil {
-		cancel()
-		done := make(chan struct{})
-		go func() {
-			s.loops.Wait()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		}
-	}
-	return err
+	err := s.batcher.Stop(ctx) // first: the loops outlive the last sends
+	return errors.Join(err, s.loops.Stop(ctx))
 }

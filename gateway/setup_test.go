@@ -13,10 +13,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -34,12 +34,12 @@ const (
 
 // testTenants: acme and globex with room to spare, slow at 1 message/s
 // with a bucket of 2.
-func testTenants() []config.Tenant {
-	return []config.Tenant{
-		{ID: "acme", APIKeys: []string{tenant.HashKey(acmeKey)}, Limits: config.Limits{IngestRate: ptr(10000.0), IngestBurst: ptr(10000)}},
-		{ID: "globex", APIKeys: []string{tenant.HashKey(globexKey)}, Limits: config.Limits{IngestRate: ptr(10000.0), IngestBurst: ptr(10000)}},
-		{ID: "slow", APIKeys: []string{tenant.HashKey(slowKey)}, Limits: config.Limits{IngestRate: ptr(1.0), IngestBurst: ptr(2)}},
-		{ID: "bench", APIKeys: []string{tenant.HashKey(benchKey)}, Limits: config.Limits{IngestRate: ptr(1e12), IngestBurst: ptr(1 << 40)}},
+func testTenants() []tenant.Spec {
+	return []tenant.Spec{
+		{ID: "acme", APIKeys: []string{tenant.HashKey(acmeKey)}, Limits: tenant.Limits{IngestRate: ptr(10000.0), IngestBurst: ptr(10000)}},
+		{ID: "globex", APIKeys: []string{tenant.HashKey(globexKey)}, Limits: tenant.Limits{IngestRate: ptr(10000.0), IngestBurst: ptr(10000)}},
+		{ID: "slow", APIKeys: []string{tenant.HashKey(slowKey)}, Limits: tenant.Limits{IngestRate: ptr(1.0), IngestBurst: ptr(2)}},
+		{ID: "bench", APIKeys: []string{tenant.HashKey(benchKey)}, Limits: tenant.Limits{IngestRate: ptr(1e12), IngestBurst: ptr(1 << 40)}},
 	}
 }
 
@@ -96,15 +96,20 @@ func setup(t testing.TB, change ...func(*gateway.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	redisMetrics, err := degrade.NewMetrics(f.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := gateway.Config{
-		Backend:    f.flaky,
-		Names:      f.names,
-		Picker:     f.picker,
-		Tenants:    f.tenants,
-		Limiter:    throttle.NewLocalLimiter(throttle.LocalConfig{Now: f.clock.Now}),
-		Registerer: f.reg,
-		Gatherer:   f.reg,
-		Now:        f.clock.Now,
+		Backend:      f.flaky,
+		Names:        f.names,
+		Picker:       f.picker,
+		Tenants:      f.tenants,
+		Limiter:      throttle.NewLocalLimiter(throttle.LocalConfig{Now: f.clock.Now}),
+		RedisMetrics: redisMetrics,
+		Registerer:   f.reg,
+		Gatherer:     f.reg,
+		Now:          f.clock.Now,
 		// Sequential test requests need not wait for company; the
 		// batcher's own tests cover coalescing.
 		BatchWindow: time.Microsecond,

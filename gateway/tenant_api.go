@@ -3,13 +3,13 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/tenant"
 )
 
 // tenantSelf is the answer of GET /v1/tenant.
 type tenantSelf struct {
 	ID       string        `json:"id"`
-	Limits   config.Limits `json:"limits"`
+	Limits   tenant.Limits `json:"limits"`
 	Backlog  *int64        `json:"backlog"` // null when unknown (no counter, or unreachable)
 	Admitted int64         `json:"admitted"`
 	Rejected int64         `json:"rejected"`
@@ -25,10 +25,8 @@ func (s *Server) handleTenant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := tenantSelf{ID: t.ID, Limits: t.Limits.Limits()}
-	if s.cfg.Backlog != nil {
-		if n, err := s.cfg.Backlog.Get(r.Context(), t.ID); err == nil {
-			out.Backlog = &n
-		}
+	if n, known, err := s.cfg.Backlog.Get(r.Context(), t.ID); err == nil && known {
+		out.Backlog = &n
 	}
 	out.Admitted, out.Rejected, _ = s.stats.get(r.Context(), t.ID)
 	writeJSON(w, http.StatusOK, out)

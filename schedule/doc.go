@@ -11,7 +11,7 @@
 // with schedules in the standard five-field cron syntax or descriptors such
 // as @hourly and @every 10m (robfig/cron/v3), in UTC. Each firing is a
 // message enqueued on a live queue with the fairq-task attribute
-// (consumer.Task); whichever worker receives it pushes it to the task's
+// (envelope.Task); whichever worker receives it pushes it to the task's
 // path with X-Aws-Sqsd-Taskname and X-Aws-Sqsd-Scheduled-At, as aws-sqsd
 // does.
 //

@@ -4,12 +4,7 @@ package schedule
 // its lease to run out. Stop must still be called to wait for it.
 func (s *Scheduler) Kill() {
 	s.killed.Store(true)
-	s.mu.Lock()
-	cancel := s.cancel
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
+	s.loops.Kill()
 }
 
 // FiredKey is the Redis key that claims one firing.

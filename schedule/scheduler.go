@@ -9,15 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/internal/lifecycle"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -112,11 +111,8 @@ type Scheduler struct {
 	missed  *prometheus.CounterVec
 	leading prometheus.Gauge
 
-	mu      sync.Mutex
-	started bool
-	cancel  context.CancelFunc
-	killed  atomic.Bool // stopped as by a crash: the lease is left to run out
-	wg      sync.WaitGroup
+	loops  lifecycle.Loops
+	killed atomic.Bool // stopped as by a crash: the lease is left to run out
 }
 
 // New returns a Scheduler, or an error wrapping ErrInvalid.
@@ -157,43 +153,30 @@ func New(cfg Config) (*Scheduler, error) {
 // Leader reports whether this process leads.
 func (s *Scheduler) Leader() bool { return s.leader.Load() }
 
-// Start starts electing and firing, until Stop: ctx only carries values.
+// Start starts electing and firing, until Stop: ctx only carries values
+// (see package lifecycle).
 func (s *Scheduler) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return errors.New("scheduler already started")
+	ctx, err := s.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
 	}
-	s.started = true
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if s.lease == nil {
 		s.setLeader(true)
 	} else {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.elect(ctx)
-		}()
+		s.loops.Go(func() { s.elect(ctx) })
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.run(ctx)
-	}()
+	s.loops.Go(func() { s.run(ctx) })
 	return nil
 }
 
-// Stop stops firing, gives up the lease if held, and waits for the
-// goroutines. It is idempotent.
-func (s *Scheduler) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	cancel := s.cancel
-	s.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	s.wg.Wait()
+// Stop stops firing, waits for the goroutines and gives up the lease if
+// held. It is idempotent.
+func (s *Scheduler) Stop(ctx context.Context) error { return s.loops.StopThen(ctx, s.stepDown) }
+
+// stepDown ends the leadership once the goroutines have returned: the
+// lease is given up, so that another process takes over at once, unless
+// the scheduler was killed (then it runs out, as after a crash).
+func (s *Scheduler) stepDown(ctx context.Context) error {
 	wasLeader := s.leader.Swap(false)
 	s.leading.Set(0)
 	if s.lease != nil && wasLeader && !s.killed.Load() {
@@ -318,10 +301,10 @@ func (s *Scheduler) fire(ctx context.Context, t Task, at time.Time) {
 			return // fired by another process
 		}
 	}
-	task := consumer.Task{Name: t.Name, Path: t.URL, ScheduledAt: at}
+	task := envelope.Task{Name: t.Name, Path: t.URL, ScheduledAt: at}
 	meta := envelope.Meta{EnqueuedAt: s.cfg.NowFunc().UnixMilli()}
 	entry := queue.Entry{ID: "1", Body: t.Name, Attributes: map[string]string{
-		consumer.AttrTask: task.Encode(),
+		envelope.AttrTask: task.Encode(),
 		envelope.AttrMeta: meta.Encode(),
 	}}
 	var err error

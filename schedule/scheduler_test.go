@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/schedule"
@@ -56,7 +56,7 @@ func firings(t testing.TB, b *queue.Memory) []int64 {
 			break
 		}
 		for _, m := range msgs {
-			task, err := consumer.DecodeTask(m.Attributes[consumer.AttrTask])
+			task, err := envelope.DecodeTask(m.Attributes[envelope.AttrTask])
 			if err != nil {
 				t.Fatalf("firing without a task: %v", err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -63,6 +64,12 @@ type Config struct {
 	Logger    *slog.Logger
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total (degrade.NewMetrics), which the series of
+	// component="queue_depths" join: Redis unreachable, and each refresh
+	// that read the queues itself for want of it. Nil keeps them
+	// registered nowhere.
+	RedisMetrics *degrade.Metrics
 }
 
 func (c Config) withDefaults() Config {

@@ -31,7 +31,8 @@
 // older than the interval takes a short refresh lock and polls the queues
 // itself, so the fleet makes about one poll per interval whatever its size
 // and no leader has to be elected or replaced. If Redis fails, each tracker
-// polls on its own until it is back.
+// polls on its own until it is back, and says so once in the log and in
+// fairq_redis_degraded{component="queue_depths"}.
 //
 // When the readings are older than Config.StaleAfter (polls failing, or none
 // yet), Pick chooses at random within the shard, never always the same

@@ -177,8 +177,8 @@ func TestSharedRedisDown(t *testing.T) {
 	if d, fresh := tr.Estimate(1); r.calls.Load() != 4 || d != 6 || !fresh {
 		t.Errorf("calls %d, Estimate(1) = %d, %v; want 4, 6, true", r.calls.Load(), d, fresh)
 	}
-	if !tr.sharedDown {
-		t.Error("sharedDown = false with Redis unreachable")
+	if !tr.shared.Down() {
+		t.Error("shared readings not down with Redis unreachable")
 	}
 }
 

@@ -14,10 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/fairq/fairq/internal/degrade"
+	"github.com/fairq/fairq/internal/lifecycle"
 )
 
 // ErrStarted is returned by Start on a Tracker that was already started.
-var ErrStarted = errors.New("tracker already started")
+var ErrStarted = lifecycle.ErrStarted
 
 // markRing is how many past refreshes a tracker remembers its send counts
 // at, to correct a shared reading by what it sent after the reading was
@@ -37,15 +40,13 @@ type Tracker struct {
 	est    []estimate
 	stale  atomic.Bool
 
-	mu         sync.Mutex // serialises refreshes; guards the fields below
-	marks      [markRing]mark
-	nextMark   int
-	readAt     int64 // unix ms of the adopted reading; 0 before the first
-	sharedDown bool  // Redis failed on the last refresh
+	mu       sync.Mutex // serialises refreshes; guards the fields below
+	marks    [markRing]mark
+	nextMark int
+	readAt   int64 // unix ms of the adopted reading; 0 before the first
+	shared   *degrade.Dependency
 
-	life   sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loops lifecycle.Loops
 }
 
 // estimate is one queue's depth estimate: adj + sent. It fills a cache
@@ -85,6 +86,14 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		m:      m,
 		gauges: make([]prometheus.Gauge, len(cfg.Queues)),
 		est:    make([]estimate, len(cfg.Queues)),
+		shared: degrade.New(degrade.Config{
+			Component: "queue_depths",
+			Metrics:   cfg.RedisMetrics,
+			Logger:    cfg.Logger,
+			Down:      "shared queue depth readings unavailable, reading the queues directly",
+			Up:        "shared queue depth readings available again",
+			Cooldown:  -1, // asked once a refresh, at the refresh's pace
+		}),
 	}
 	for i, q := range cfg.Queues {
 		t.gauges[i] = m.depth.WithLabelValues(q)
@@ -160,39 +169,21 @@ func (t *Tracker) Estimate(q int) (depth int64, fresh bool) {
 }
 
 // Start begins reading depths every Config.Interval, the first at once,
-// until Stop is called or ctx is done.
+// until Stop: ctx only carries values (see package lifecycle).
 func (t *Tracker) Start(ctx context.Context) error {
-	t.life.Lock()
-	defer t.life.Unlock()
-	if t.done != nil {
-		return ErrStarted
+	ctx, err := t.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("sharding: tracker: %w", err)
 	}
-	ctx, t.cancel = context.WithCancel(ctx)
-	t.done = make(chan struct{})
-	go t.run(ctx)
+	t.loops.Go(func() { t.run(ctx) })
 	return nil
 }
 
 // Stop ends the readings and waits for the loop to return, or for ctx.
 // It is idempotent.
-func (t *Tracker) Stop(ctx context.Context) error {
-	t.life.Lock()
-	cancel, done := t.cancel, t.done
-	t.life.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (t *Tracker) Stop(ctx context.Context) error { return t.loops.Stop(ctx) }
 
 func (t *Tracker) run(ctx context.Context) {
-	defer close(t.done)
 	tick := time.NewTicker(t.cfg.Interval)
 	defer tick.Stop()
 	failing := false
@@ -259,20 +250,20 @@ func (t *Tracker) refreshShared(ctx context.Context, at int64) error {
 	defer cancel()
 	cached, found, err := t.load(rctx)
 	if err != nil {
-		t.sharedFailed(err)
+		t.sharedFailed(ctx, err, true)
 		return t.refreshLocal(ctx, at)
 	}
 	if found && at-cached.At < t.cfg.Interval.Milliseconds() {
-		t.sharedOK()
+		t.shared.OK(ctx)
 		t.adopt(cached, sourceRedis)
 		return nil
 	}
 	won, err := rdb.SetNX(rctx, t.keys.lock, t.token, t.cfg.Interval/2).Result()
 	if err != nil {
-		t.sharedFailed(err)
+		t.sharedFailed(ctx, err, true)
 		return t.refreshLocal(ctx, at)
 	}
-	t.sharedOK()
+	t.shared.OK(ctx)
 	if !won {
 		if found {
 			t.adopt(cached, sourceRedis)
@@ -289,7 +280,7 @@ func (t *Tracker) refreshShared(ctx context.Context, at int64) error {
 	wctx, cancel := context.WithTimeout(ctx, t.cfg.PollTimeout/4)
 	defer cancel()
 	if err := rdb.Set(wctx, t.keys.depths, r.encode(), t.cfg.StaleAfter).Err(); err != nil {
-		t.sharedFailed(err)
+		t.sharedFailed(ctx, err, false)
 	}
 	return nil
 }
@@ -319,17 +310,12 @@ func (t *Tracker) load(ctx context.Context) (r reading, found bool, err error) {
 	return r, true, nil
 }
 
-func (t *Tracker) sharedFailed(err error) {
-	if !t.sharedDown {
-		t.cfg.Logger.Warn("shared queue depth readings unavailable, reading the queues directly", "err", err)
-		t.sharedDown = true
-	}
-}
-
-func (t *Tracker) sharedOK() {
-	if t.sharedDown {
-		t.cfg.Logger.Info("shared queue depth readings available again")
-		t.sharedDown = false
+// sharedFailed records a failure of Redis; fallback says the refresh
+// reads the queues itself for want of it.
+func (t *Tracker) sharedFailed(ctx context.Context, err error, fallback bool) {
+	t.shared.Failed(ctx, err)
+	if fallback {
+		t.shared.Fallback()
 	}
 }
 

@@ -5,16 +5,16 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/spillover"
+	"github.com/fairq/fairq/tenant"
 )
 
 // BenchmarkAdmitLocal is the whole per-message check of a worker without
 // Redis: registry lookup, concurrency slot, rate token, and the slot given
 // back when the job ends; over 100 tenants.
 func BenchmarkAdmitLocal(b *testing.B) {
-	tenants := make(map[string]config.Limits)
+	tenants := make(map[string]tenant.Limits)
 	msgs := make([]consumer.Message, 100)
 	for i := range msgs {
 		id := "tenant-" + strconv.Itoa(i)

@@ -1,13 +1,22 @@
-// Package spillover decides, for each message a worker receives, whether
-// its tenant may start it now or whether it is spilled to the overflow
-// queue, delayed (DESIGN.md §6). Its Limiter is the consumer.Limiter of
-// the worker; the worker does the moves.
+// Package spillover is the worker's per-tenant policy: it decides, for
+// each message a worker receives, whether it is too old to run (dropped,
+// or moved to the backlog queue), whether its tenant may start it now, or
+// whether it is spilled to the overflow queue, delayed. Its Limiter is the
+// consumer.Limiter of the worker; the worker does the moves.
 //
 // For a message of tenant T, with T's limits read from the tenant registry
 // at every message (so that a change made through the admin API applies
 // at T's next message, without a restart):
 //
-//   - If T has concurrency messages in progress fleet-wide, the message is
+//   - If it is older (since the gateway accepted it) than T's drop_age, or,
+//     when T sets none, than Config.DropAge (worker.drop_age), it is
+//     dropped, reason "aged": deleted unprocessed and counted.
+//   - Otherwise, if it is older than Config.BacklogAge
+//     (worker.backlog_age) and not from the backlog queue, it is moved
+//     there, reason "aged", undelayed: old work must not hold up fresh
+//     work (see the worker's backlog loop). Neither takes a slot or a
+//     token.
+//   - Otherwise, if T has concurrency messages in progress fleet-wide, it is
 //     spilled with a short jittered delay, uniform between half and one
 //     and a half Config.ConcurrencyDelay (1–3 s by default), reason
 //     "concurrency": soon enough that a slot freed is used, spread so that
@@ -53,17 +62,19 @@
 // without). With Redis, wire them through throttle's failover components so
 // that when Redis is unreachable each worker falls back to local limits,
 // rate and concurrency divided by the number of workers last known (a
-// fleet.Fleet's Last), logs it once and sets fairq_redis_degraded, and
-// goes back to the shared limits when Redis answers:
+// fleet.Fleet's Last), logs it once and sets fairq_redis_degraded (the
+// process's one set of those metrics, redisMetrics below, made by
+// degrade.NewMetrics), and goes back to the shared limits when Redis
+// answers:
 //
 //	rate, _ := throttle.NewFailoverLimiter(throttle.FailoverConfig{
 //		Primary:   redisLimiter,
 //		Fallback:  &throttle.ScaledLimiter{Limiter: throttle.NewLocalLimiter(throttle.LocalConfig{}), FactorFunc: func() float64 { return throttle.Share(f.Last()) }},
-//		Component: "worker_ratelimit", FailClosed: !failOpen, Logger: log, Registerer: reg,
+//		Component: "worker_ratelimit", FailClosed: !failOpen, Logger: log, RedisMetrics: redisMetrics,
 //	})
 //	sem, _ := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
 //		Primary: redisSemaphore, FleetSizeFunc: f.Last,
-//		Component: "worker_semaphore", FailClosed: !failOpen, Logger: log, Registerer: reg,
+//		Component: "worker_semaphore", FailClosed: !failOpen, Logger: log, RedisMetrics: redisMetrics,
 //	})
 //	lim, _ := spillover.New(spillover.Config{Tenants: registry, Defaults: cfg.Defaults,
 //		Rate: rate, Semaphore: sem, FleetSizeFunc: f.Last, Registerer: reg})
@@ -73,13 +84,10 @@
 // than run unchecked. Any other error of the limits goes to the worker,
 // which logs it and runs the message.
 //
-// The worker applies the age checks before the Limiter (older than
-// worker.drop_age: dropped and counted; older than worker.backlog_age and
-// not in the backlog queue: moved there) and makes every move: a copy with
-// the body, the attributes and fairq-meta (enqueue time, attempts) sent
-// first, in batches of up to ten, and the delivered copy deleted only once
-// the send succeeded, so that a failed move leaves the message where it
-// was.
+// The worker makes every move: a copy with the body, the attributes and
+// fairq-meta (enqueue time, attempts) sent first, in batches of up to ten,
+// and the delivered copy deleted only once the send succeeded, so that a
+// failed move leaves the message where it was.
 //
 // Metrics, with the tenant label bounded (the first Config.MaxTenantLabels
 // tenants of the registry seen, 100 by default; the others, and tenants

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/spillover"
 	"github.com/fairq/fairq/tenant"
@@ -12,9 +11,9 @@ import (
 
 func ExampleLimiter() {
 	rate, burst, concurrency := 100.0, 100, 2
-	tenants, _ := tenant.New(tenant.Config{Tenants: []config.Tenant{{
+	tenants, _ := tenant.New(tenant.Config{Tenants: []tenant.Spec{{
 		ID:     "acme",
-		Limits: config.Limits{ProcessRate: &rate, ProcessBurst: &burst, Concurrency: &concurrency},
+		Limits: tenant.Limits{ProcessRate: &rate, ProcessBurst: &burst, Concurrency: &concurrency},
 	}}})
 	// Without Redis: limits local to this worker.
 	l, _ := spillover.New(spillover.Config{Tenants: tenants})

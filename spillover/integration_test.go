@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/internal/testenv"
+	"github.com/fairq/fairq/tenant"
 )
 
 // TestRateExcessInOverflowAtItsRate: a tenant over its process_rate has
@@ -20,7 +20,7 @@ import (
 func TestRateExcessInOverflowAtItsRate(t *testing.T) {
 	t.Parallel()
 	const rate = 20
-	w := newWorld(t, "sqs", true, map[string]config.Limits{
+	w := newWorld(t, "sqs", true, map[string]tenant.Limits{
 		"slow": limits(rate, rate, 1000),
 		"fast": limits(100000, 100000, 1000),
 	})
@@ -109,7 +109,7 @@ func TestRateExcessInOverflowAtItsRate(t *testing.T) {
 // counts them, and reach it.
 func TestConcurrencyAcrossWorkers(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, "sqs", true, map[string]config.Limits{
+	w := newWorld(t, "sqs", true, map[string]tenant.Limits{
 		"acme": limits(10000, 10000, 3),
 		"beta": limits(10000, 10000, 2),
 	})
@@ -161,7 +161,7 @@ func TestConcurrencyAcrossWorkers(t *testing.T) {
 func TestCrashedWorkerSlotsComeBack(t *testing.T) {
 	t.Parallel()
 	const lease = 2 * time.Second
-	w := newWorld(t, "memory", true, map[string]config.Limits{"acme": limits(10000, 10000, 2)})
+	w := newWorld(t, "memory", true, map[string]tenant.Limits{"acme": limits(10000, 10000, 2)})
 	unblock := w.app.setBlock("acme")
 	held := ids("held", 2)
 	w.send(w.names.Live[0], "acme", time.Now(), held...)
@@ -206,7 +206,7 @@ func TestOutageAgedToBacklogFreshFirst(t *testing.T) {
 	for _, kind := range []string{"memory", "sqs"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, kind, false, map[string]config.Limits{"acme": limits(10000, 10000, 100)})
+			w := newWorld(t, kind, false, map[string]tenant.Limits{"acme": limits(10000, 10000, 100)})
 			now := time.Now()
 			aged, fresh, ancient := ids("aged", 30), ids("fresh", 30), ids("ancient", 10)
 			for i := range 3 {
@@ -260,7 +260,7 @@ func TestOutageAgedToBacklogFreshFirst(t *testing.T) {
 // rather than only once the flood is over.
 func TestOverflowNotStarved(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, "memory", false, map[string]config.Limits{
+	w := newWorld(t, "memory", false, map[string]tenant.Limits{
 		"flood": limits(100000, 100000, 1000),
 		"quiet": limits(100000, 100000, 1000),
 	})

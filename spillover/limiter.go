@@ -10,18 +10,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
 )
 
-// Reasons of a spill, the reason label of fairq_worker_spilled_total.
+// Reasons of a verdict, the reason label of fairq_worker_spilled_total.
 const (
 	ReasonRate        = "rate"        // over process_rate
 	ReasonConcurrency = "concurrency" // concurrency messages of the tenant in progress
 	ReasonUnavailable = "unavailable" // the limits could not be checked (Redis down, failing closed)
+	ReasonAged        = "aged"        // past the backlog age (moved there) or the drop age (dropped)
 )
 
 // Defaults of Config.
@@ -32,7 +32,7 @@ const (
 
 // Tenants looks tenants up; *tenant.Registry is one.
 type Tenants interface {
-	Limits(id string) (config.Resolved, bool)
+	Limits(id string) (tenant.Resolved, bool)
 }
 
 var _ Tenants = (*tenant.Registry)(nil)
@@ -44,9 +44,17 @@ type Config struct {
 	Tenants Tenants
 	// Defaults are the limits of a message whose tenant the registry does
 	// not know (deleted since, or a message without fairq-tenant); unset
-	// fields take config.Default's. The same Config.Defaults the registry
+	// fields take tenant.LimitsDefault's. The same Config.Defaults the registry
 	// was given.
-	Defaults config.Limits
+	Defaults tenant.Limits
+	// DropAge drops a message older than this (since enqueue) unprocessed
+	// (worker.drop_age); a tenant's own drop_age, when above 0, replaces
+	// it. Zero never drops but for tenants that set one.
+	DropAge time.Duration
+	// BacklogAge moves a message older than this to the backlog queue,
+	// unless it came from there (worker.backlog_age); zero never does.
+	// The worker must have a backlog queue.
+	BacklogAge time.Duration
 	// Rate decides process_rate: a throttle.FailoverLimiter over Redis
 	// for a fleet, nil for a new throttle.LocalLimiter.
 	Rate throttle.RateLimiter
@@ -103,10 +111,13 @@ func (c Config) validate() error {
 	if c.ConcurrencyDelay < 0 || c.ConcurrencyDelay > queue.MaxDelay {
 		errs = append(errs, fmt.Errorf("concurrency delay %v is outside 0-%v", c.ConcurrencyDelay, queue.MaxDelay))
 	}
+	if c.DropAge < 0 || c.BacklogAge < 0 {
+		errs = append(errs, fmt.Errorf("drop age %v and backlog age %v must not be negative", c.DropAge, c.BacklogAge))
+	}
 	if c.MaxTenantLabels < 0 {
 		errs = append(errs, fmt.Errorf("max tenant labels %d is negative", c.MaxTenantLabels))
 	}
-	if err := (config.Config{}).ValidateLimits(c.Defaults); err != nil {
+	if err := tenant.ValidateLimits(tenant.Limits{}, c.Defaults); err != nil {
 		errs = append(errs, fmt.Errorf("defaults: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -119,7 +130,7 @@ func (c Config) validate() error {
 // the package documentation.
 type Limiter struct {
 	cfg      Config
-	defaults config.Resolved
+	defaults tenant.Resolved
 	pacer    *throttle.Pacer // turns of messages spilled for rate
 	waiting  *throttle.Pacer // turns of messages spilled for concurrency
 	jobs     durations
@@ -143,7 +154,7 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	return &Limiter{
 		cfg:      cfg,
-		defaults: config.Config{Defaults: cfg.Defaults}.Resolve(config.Limits{}),
+		defaults: tenant.Resolve(cfg.Defaults, tenant.Limits{}),
 		pacer:    throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		waiting:  throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		jobs:     newDurations(cfg.NowFunc()),
@@ -153,15 +164,21 @@ func New(cfg Config) (*Limiter, error) {
 	}, nil
 }
 
-// Admit implements consumer.Limiter: it takes a concurrency slot of the
-// message's tenant, then a token of its process_rate, and dispatches the
-// message with a Done that gives the slot back; or it spills the message
-// to the overflow queue, delayed.
+// Admit implements consumer.Limiter: it drops a message past its drop
+// age and moves one past the backlog age to the backlog queue (aged);
+// otherwise it takes a concurrency slot of the message's tenant, then a
+// token of its process_rate, and dispatches the message with a Done that
+// gives the slot back, or spills the message to the overflow queue,
+// delayed.
 func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verdict, error) {
 	id := m.Tenant
 	lim, known := l.cfg.Tenants.Limits(id)
 	if !known {
 		lim = l.defaults
+	}
+	age := l.cfg.NowFunc().Sub(m.EnqueuedAt)
+	if v, ok := ageVerdict(age, m.Backlog, cmp.Or(lim.DropAge, l.cfg.DropAge), l.cfg.BacklogAge); ok {
+		return v, nil
 	}
 	label := l.labels.of(id, known)
 
@@ -208,6 +225,20 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		took := end.Sub(start)
 		l.jobs.observe(id, took, end)
 	}}, nil
+}
+
+// ageVerdict decides on a message by its age alone: past drop (its
+// tenant's drop age, or the worker's), dropped; past backlog, and not
+// from the backlog queue already, moved there. ok is false when its age
+// decides nothing; a zero age limit never applies.
+func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration) (v consumer.Verdict, ok bool) {
+	switch {
+	case drop > 0 && age > drop:
+		return consumer.Verdict{Action: consumer.Drop, Reason: ReasonAged}, true
+	case backlog > 0 && age > backlog && !fromBacklog:
+		return consumer.Verdict{Action: consumer.ToBacklog, Reason: ReasonAged}, true
+	}
+	return consumer.Verdict{}, false
 }
 
 // rate takes a token of key's bucket for a message of tenant id: a

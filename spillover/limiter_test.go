@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/spillover"
 	"github.com/fairq/fairq/tenant"
@@ -40,16 +39,16 @@ func (c *clock) Advance(d time.Duration) {
 func ptr[T any](v T) *T { return &v }
 
 // limits returns tenant limits with the given processing limits.
-func limits(rate float64, burst, concurrency int) config.Limits {
-	return config.Limits{ProcessRate: &rate, ProcessBurst: &burst, Concurrency: &concurrency}
+func limits(rate float64, burst, concurrency int) tenant.Limits {
+	return tenant.Limits{ProcessRate: &rate, ProcessBurst: &burst, Concurrency: &concurrency}
 }
 
 // registry returns a tenant registry without Redis holding the tenants.
-func registry(t testing.TB, tenants map[string]config.Limits) *tenant.Registry {
+func registry(t testing.TB, tenants map[string]tenant.Limits) *tenant.Registry {
 	t.Helper()
-	var ts []config.Tenant
+	var ts []tenant.Spec
 	for id, l := range tenants {
-		ts = append(ts, config.Tenant{ID: id, Limits: l})
+		ts = append(ts, tenant.Spec{ID: id, Limits: l})
 	}
 	r, err := tenant.New(tenant.Config{Tenants: ts})
 	if err != nil {
@@ -102,19 +101,19 @@ func TestLimiterVerdicts(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		tenants  map[string]config.Limits
-		defaults config.Limits
+		tenants  map[string]tenant.Limits
+		defaults tenant.Limits
 		fleet    int
 		steps    []step
 	}{
 		{
 			name:    "within limits",
-			tenants: map[string]config.Limits{"acme": limits(10, 2, 5)},
+			tenants: map[string]tenant.Limits{"acme": limits(10, 2, 5)},
 			steps:   []step{{tenant: "acme", want: dispatch}, {tenant: "acme", want: dispatch}},
 		},
 		{
 			name:    "over rate: spilled, each at its own turn",
-			tenants: map[string]config.Limits{"acme": limits(10, 1, 5)},
+			tenants: map[string]tenant.Limits{"acme": limits(10, 1, 5)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{tenant: "acme", want: spill("rate", 100*ms)},
@@ -126,7 +125,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "over rate in a fleet of four: turns at this worker's share",
-			tenants: map[string]config.Limits{"acme": limits(10, 1, 5)},
+			tenants: map[string]tenant.Limits{"acme": limits(10, 1, 5)},
 			fleet:   4,
 			steps: []step{
 				{tenant: "acme", want: dispatch},
@@ -136,7 +135,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "over rate for long: the delay stops at 900 s",
-			tenants: map[string]config.Limits{"acme": limits(0.001, 1, 5)},
+			tenants: map[string]tenant.Limits{"acme": limits(0.001, 1, 5)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{tenant: "acme", want: spill("rate", 900*time.Second)},
@@ -145,7 +144,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "over concurrency: a short jittered delay until a job ends",
-			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 2)},
+			tenants: map[string]tenant.Limits{"acme": limits(1000, 1000, 2)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{tenant: "acme", want: dispatch},
@@ -157,7 +156,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "many waiting for a slot: turns at the rate slots free up",
-			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 2)},
+			tenants: map[string]tenant.Limits{"acme": limits(1000, 1000, 2)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{advance: time.Second, done: 1}, // jobs take 1 s: 2 slots free up 2 a second
@@ -170,7 +169,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "many waiting for a slot in a fleet of two: this worker's share",
-			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 1)},
+			tenants: map[string]tenant.Limits{"acme": limits(1000, 1000, 1)},
 			fleet:   2,
 			steps: []step{
 				{tenant: "acme", want: dispatch},
@@ -182,7 +181,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "a spill for concurrency takes no token",
-			tenants: map[string]config.Limits{"acme": limits(1, 1, 1)},
+			tenants: map[string]tenant.Limits{"acme": limits(1, 1, 1)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{tenant: "acme", want: spill("concurrency", 2500*ms)},
@@ -193,7 +192,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "a spill for rate gives its slot back",
-			tenants: map[string]config.Limits{"acme": limits(1, 1, 1)},
+			tenants: map[string]tenant.Limits{"acme": limits(1, 1, 1)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{done: 1},
@@ -203,7 +202,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "while fresh work comes, old work takes at most half of the concurrency",
-			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 4)},
+			tenants: map[string]tenant.Limits{"acme": limits(1000, 1000, 4)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
@@ -215,7 +214,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "with no fresh work for 5 s, old work has the whole concurrency",
-			tenants: map[string]config.Limits{"acme": limits(1000, 1000, 4)},
+			tenants: map[string]tenant.Limits{"acme": limits(1000, 1000, 4)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{done: 1},
@@ -228,7 +227,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "while fresh work comes, old work takes at most half of the rate",
-			tenants: map[string]config.Limits{"acme": limits(10, 4, 100)},
+			tenants: map[string]tenant.Limits{"acme": limits(10, 4, 100)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
@@ -242,7 +241,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:    "a tenant of concurrency 1 still works its old messages",
-			tenants: map[string]config.Limits{"acme": limits(10, 10, 1)},
+			tenants: map[string]tenant.Limits{"acme": limits(10, 10, 1)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{done: 1},
@@ -252,7 +251,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name: "tenants are apart",
-			tenants: map[string]config.Limits{
+			tenants: map[string]tenant.Limits{
 				"acme": limits(1, 1, 1),
 				"beta": limits(1, 1, 1),
 			},
@@ -264,7 +263,7 @@ func TestLimiterVerdicts(t *testing.T) {
 		},
 		{
 			name:     "unknown tenants take the defaults, each its own",
-			tenants:  map[string]config.Limits{},
+			tenants:  map[string]tenant.Limits{},
 			defaults: limits(100, 100, 1),
 			steps: []step{
 				{tenant: "gone", want: dispatch},
@@ -311,7 +310,7 @@ func TestLimiterVerdicts(t *testing.T) {
 func TestLimiterFollowsRegistry(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	reg := registry(t, map[string]config.Limits{"acme": limits(1000, 1000, 1)})
+	reg := registry(t, map[string]tenant.Limits{"acme": limits(1000, 1000, 1)})
 	l, err := spillover.New(spillover.Config{Tenants: reg, NowFunc: c.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -361,7 +360,7 @@ func (broken) Allow(context.Context, string, throttle.Limit, int) (throttle.Deci
 
 func TestLimiterFailures(t *testing.T) {
 	t.Parallel()
-	reg := registry(t, map[string]config.Limits{"acme": limits(10, 10, 10)})
+	reg := registry(t, map[string]tenant.Limits{"acme": limits(10, 10, 10)})
 	tests := []struct {
 		name    string
 		cfg     spillover.Config
@@ -398,7 +397,7 @@ func TestLimiterMetrics(t *testing.T) {
 	c := newClock()
 	promReg := prometheus.NewRegistry()
 	l, err := spillover.New(spillover.Config{
-		Tenants: registry(t, map[string]config.Limits{
+		Tenants: registry(t, map[string]tenant.Limits{
 			"acme": limits(1000, 1000, 1),
 			"beta": limits(1000, 1000, 1),
 		}),
@@ -440,11 +439,71 @@ func TestNewInvalid(t *testing.T) {
 		"no tenants":         {},
 		"negative delay":     {Tenants: reg, ConcurrencyDelay: -time.Second},
 		"delay over 900 s":   {Tenants: reg, ConcurrencyDelay: time.Hour},
-		"invalid defaults":   {Tenants: reg, Defaults: config.Limits{Concurrency: ptr(0)}},
+		"invalid defaults":   {Tenants: reg, Defaults: tenant.Limits{Concurrency: ptr(0)}},
 		"negative label cap": {Tenants: reg, MaxTenantLabels: -1},
 	} {
 		if _, err := spillover.New(cfg); err == nil {
 			t.Errorf("%s: New accepted it", name)
 		}
+	}
+}
+
+// TestLimiterAges: past its drop age (its tenant's, else the worker's) a
+// message is dropped, and past the backlog age moved to the backlog queue
+// unless it came from there; such messages take no slot nor token.
+func TestLimiterAges(t *testing.T) {
+	t.Parallel()
+	drop := func(d time.Duration) tenant.Limits {
+		l := limits(1000, 1000, 1)
+		l.DropAge = ptr(tenant.Duration(d))
+		return l
+	}
+	aged := func(a consumer.Action) verdict { return verdict{Action: a, Reason: spillover.ReasonAged} }
+	tests := []struct {
+		name    string
+		tenant  string
+		age     time.Duration
+		backlog bool // from the backlog queue
+		want    verdict
+	}{
+		{"fresh", "plain", time.Minute, false, dispatch},
+		{"at the backlog age", "plain", 5 * time.Minute, false, dispatch},
+		{"past the backlog age", "plain", 6 * time.Minute, false, aged(consumer.ToBacklog)},
+		{"past the backlog age, from the backlog", "plain", 6 * time.Minute, true, dispatch},
+		{"past the worker's drop age", "plain", 4 * time.Hour, false, aged(consumer.Drop)},
+		{"past the drop age, from the backlog", "plain", 4 * time.Hour, true, aged(consumer.Drop)},
+		{"a tenant's shorter drop age", "synced", 2 * time.Hour, false, aged(consumer.Drop)},
+		{"a tenant's longer drop age", "kept", 4 * time.Hour, true, dispatch},
+		{"an unknown tenant: the defaults' drop age", "gone", 31 * time.Minute, true, aged(consumer.Drop)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newClock()
+			l, err := spillover.New(spillover.Config{
+				Tenants: registry(t, map[string]tenant.Limits{
+					"plain":  limits(1000, 1000, 1),
+					"synced": drop(time.Hour),
+					"kept":   drop(24 * time.Hour),
+				}),
+				Defaults:   drop(30 * time.Minute),
+				DropAge:    3 * time.Hour,
+				BacklogAge: 5 * time.Minute,
+				NowFunc:    c.Now,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: tt.tenant, Backlog: tt.backlog, EnqueuedAt: c.Now().Add(-tt.age)})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if tt.want.Action != consumer.Dispatch {
+				// The tenant's one slot is still free.
+				if v, _ := admitMessage(t, l, &consumer.Message{ID: "n", Tenant: tt.tenant, EnqueuedAt: c.Now()}); v.Action != consumer.Dispatch {
+					t.Errorf("a fresh message after an aged one: %v, want dispatch", v.Action)
+				}
+			}
+		})
 	}
 }

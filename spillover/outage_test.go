@@ -1,41 +1,21 @@
 package spillover_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/spillover"
+	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
 )
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLimitsFailOpenWhileRedisDown: while Redis is unreachable a worker
 // enforces its share of each tenant's limits locally (the limit divided
@@ -48,9 +28,10 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { client.Close() })
 	prefix := testenv.Prefix(t) + ":"
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	reg := prometheus.NewRegistry()
+	redisMetrics := redisMetricsOn(t, reg)
 	share := func() int { return fleetSize }
 
 	primary, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: client, Prefix: prefix})
@@ -61,7 +42,7 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 		Primary:   primary,
 		Fallback:  &throttle.ScaledLimiter{Limiter: throttle.NewLocalLimiter(throttle.LocalConfig{}), FactorFunc: func() float64 { return throttle.Share(share()) }},
 		Cooldown:  50 * time.Millisecond,
-		Component: "worker_ratelimit", Logger: log, Registerer: reg,
+		Component: "worker_ratelimit", Logger: log, RedisMetrics: redisMetrics,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,13 +61,13 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 	})
 	sem, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
 		Primary: redisSem, FleetSizeFunc: share, Cooldown: 50 * time.Millisecond,
-		Component: "worker_semaphore", Logger: log, Registerer: reg,
+		Component: "worker_semaphore", Logger: log, RedisMetrics: redisMetrics,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, err := spillover.New(spillover.Config{
-		Tenants: registry(t, map[string]config.Limits{
+		Tenants: registry(t, map[string]tenant.Limits{
 			"slots":  limits(100000, 100000, 6), // a share of 3
 			"tokens": limits(1, 10, 1000),       // a share of 5 tokens, refilled at 0.5/s
 		}),

@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/fleet"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/spillover"
@@ -42,7 +42,7 @@ type world struct {
 
 // newWorld makes a world on the backend kind ("memory" or "sqs", the
 // emulator), with Redis or without, with two live queues.
-func newWorld(t testing.TB, kind string, withRedis bool, tenants map[string]config.Limits) *world {
+func newWorld(t testing.TB, kind string, withRedis bool, tenants map[string]tenant.Limits) *world {
 	t.Helper()
 	w := &world{t: t, prefix: testenv.Prefix(t) + ":"}
 	qprefix := "t"
@@ -119,6 +119,17 @@ type workerOptions struct {
 	redis            *redis.Client // the worker's own connection to the world's Redis; nil shares the world's
 }
 
+// redisMetricsOn registers, once, the metrics of the Redis fallbacks on
+// reg, as a process does.
+func redisMetricsOn(t testing.TB, reg *prometheus.Registry) *degrade.Metrics {
+	t.Helper()
+	m, err := degrade.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // worker is a consumer.Worker with the limits of package spillover, wired
 // as cmd wires it: with Redis, a fleet membership, a Redis semaphore and
 // rate limiter behind failover; without, local limits.
@@ -128,6 +139,7 @@ type worker struct {
 	sem     *throttle.RedisSemaphore // nil without Redis
 	scaling *fleet.Autoscaling
 	reg     *prometheus.Registry
+	redis   *degrade.Metrics // fairq_redis_degraded and fairq_redis_fallback_total, on reg
 	stopped bool
 }
 
@@ -138,12 +150,13 @@ func (w *world) startWorker(o workerOptions) *worker {
 	log := slog.New(slog.DiscardHandler)
 	wk := &worker{reg: prometheus.NewRegistry()}
 	var err error
+	wk.redis = redisMetricsOn(t, wk.reg)
 	client := cmp.Or(o.redis, w.redis)
 	var shared redis.UniversalClient // nil, not a typed nil, without Redis
 	if client != nil {
 		shared = client
 	}
-	wk.fleet, err = fleet.New(fleet.Config{Redis: shared, Prefix: w.prefix, Heartbeat: 200 * time.Millisecond, Logger: log, Registerer: wk.reg})
+	wk.fleet, err = fleet.New(fleet.Config{Redis: shared, Prefix: w.prefix, Heartbeat: 200 * time.Millisecond, Logger: log, Registerer: wk.reg, RedisMetrics: wk.redis})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +175,8 @@ func (w *world) startWorker(o workerOptions) *worker {
 		Tenants:          w.tenants,
 		FleetSizeFunc:    wk.fleet.Last,
 		ConcurrencyDelay: o.concurrencyDelay,
+		DropAge:          o.dropAge,
+		BacklogAge:       o.backlogAge,
 		Registerer:       wk.reg,
 	}
 	if client != nil {
@@ -175,7 +190,7 @@ func (w *world) startWorker(o workerOptions) *worker {
 				Limiter:    throttle.NewLocalLimiter(throttle.LocalConfig{}),
 				FactorFunc: func() float64 { return throttle.Share(wk.fleet.Last()) },
 			},
-			Component: "worker_ratelimit", Cooldown: 100 * time.Millisecond, Logger: log, Registerer: wk.reg,
+			Component: "worker_ratelimit", Cooldown: 100 * time.Millisecond, Logger: log, RedisMetrics: wk.redis,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -186,7 +201,7 @@ func (w *world) startWorker(o workerOptions) *worker {
 		}
 		cfg.Semaphore, err = throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
 			Primary: wk.sem, FleetSizeFunc: wk.fleet.Last,
-			Component: "worker_semaphore", Cooldown: 100 * time.Millisecond, Logger: log, Registerer: wk.reg,
+			Component: "worker_semaphore", Cooldown: 100 * time.Millisecond, Logger: log, RedisMetrics: wk.redis,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -207,8 +222,6 @@ func (w *world) startWorker(o workerOptions) *worker {
 		Handler:           push,
 		Connections:       o.connections,
 		VisibilityTimeout: o.visibility,
-		BacklogAge:        o.backlogAge,
-		DropAge:           o.dropAge,
 		Limiter:           lim,
 		ObserveFunc:       wk.scaling.Observe,
 		ReceiveWait:       time.Second,

@@ -17,16 +17,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/internal/degrade"
+	"github.com/fairq/fairq/internal/lifecycle"
 )
+
+// Spec is a tenant as the configuration file defines it (config.Tenant
+// converts to it): the registry starts from these.
+type Spec struct {
+	ID      string
+	APIKeys []string // "sha256:<64 lowercase hex>" each
+	Limits           // over Config.Defaults
+}
 
 // Config configures a Registry.
 type Config struct {
 	// Tenants are the tenants of the configuration file.
-	Tenants []config.Tenant
+	Tenants []Spec
 	// Defaults are the limits of a tenant that sets none; unset fields
-	// take config.Default's.
-	Defaults config.Limits
+	// take LimitsDefault's.
+	Defaults Limits
 	// Redis, when set, holds the records of the admin API for the whole
 	// fleet; nil keeps them in this process.
 	Redis redis.UniversalClient
@@ -38,9 +47,12 @@ type Config struct {
 	// Logger receives lines about Redis going away and coming back; nil
 	// discards.
 	Logger *slog.Logger
-	// Registerer receives fairq_tenants and fairq_redis_degraded
-	// {component="tenants"}; nil registers nothing.
+	// Registerer receives fairq_tenants; nil registers nothing.
 	Registerer prometheus.Registerer
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total (degrade.NewMetrics), which the series of
+	// component="tenants" join; nil keeps them registered nowhere.
+	RedisMetrics *degrade.Metrics
 	// Now is the clock that dates keys and records; nil uses time.Now.
 	Now func() time.Time
 }
@@ -61,22 +73,16 @@ func (c Config) withDefaults() Config {
 // Registry holds the tenants and authenticates API keys. It is safe for
 // concurrent use; reads never wait for Redis.
 type Registry struct {
-	cfg      Config
-	limits   config.Config // Defaults only: resolves and validates limits
-	file     map[string]config.Tenant
-	store    store
-	snap     atomic.Pointer[snapshot]
-	count    prometheus.Gauge
-	degraded prometheus.Gauge
-	failed   prometheus.Counter
+	cfg   Config
+	file  map[string]Spec
+	store store
+	snap  atomic.Pointer[snapshot]
+	count prometheus.Gauge
+	redis *degrade.Dependency
 
 	reload sync.Mutex // one reload at a time
-	down   atomic.Bool
 
-	mu      sync.Mutex
-	started bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	loops lifecycle.Loops
 }
 
 // snapshot is an immutable view of the registry.
@@ -99,9 +105,8 @@ type keyEntry struct {
 func New(cfg Config) (*Registry, error) {
 	cfg = cfg.withDefaults()
 	r := &Registry{
-		cfg:    cfg,
-		limits: config.Config{Defaults: cfg.Defaults},
-		file:   make(map[string]config.Tenant, len(cfg.Tenants)),
+		cfg:  cfg,
+		file: make(map[string]Spec, len(cfg.Tenants)),
 	}
 	for _, t := range cfg.Tenants {
 		if err := checkID(t.ID); err != nil {
@@ -110,7 +115,7 @@ func New(cfg Config) (*Registry, error) {
 		if _, dup := r.file[t.ID]; dup {
 			return nil, fmt.Errorf("%w: tenant %q defined twice", ErrInvalid, t.ID)
 		}
-		if err := r.limits.ValidateLimits(t.Limits); err != nil {
+		if err := ValidateLimits(cfg.Defaults, t.Limits); err != nil {
 			return nil, fmt.Errorf("%w: tenant %q: %w", ErrInvalid, t.ID, err)
 		}
 		for _, k := range t.APIKeys {
@@ -139,91 +144,45 @@ func New(cfg Config) (*Registry, error) {
 
 func (r *Registry) metrics() error {
 	r.count = prometheus.NewGauge(prometheus.GaugeOpts{Name: "fairq_tenants", Help: "Tenants in the registry."})
-	degraded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "fairq_redis_degraded",
-		Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
-	}, []string{"component"})
-	failed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fairq_redis_fallback_total",
-		Help: "Operations answered from local state because Redis was unreachable, by component.",
-	}, []string{"component"})
 	if reg := r.cfg.Registerer; reg != nil {
 		if err := reg.Register(r.count); err != nil {
 			return err
 		}
-		var err error
-		if degraded, err = registerVec(reg, degraded); err != nil {
-			return err
-		}
-		if failed, err = registerVec(reg, failed); err != nil {
-			return err
-		}
 	}
-	r.degraded = degraded.WithLabelValues("tenants")
-	r.failed = failed.WithLabelValues("tenants")
+	r.redis = degrade.New(degrade.Config{
+		Component: "tenants",
+		Metrics:   r.cfg.RedisMetrics,
+		Logger:    r.cfg.Logger,
+		Down:      "redis unreachable; serving the tenant records last loaded",
+		Up:        "redis is back; tenant records are current again",
+	})
 	return nil
 }
 
-// registerVec registers c, or returns the equal collector registered before
-// by another component.
-func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
-}
-
 // Start loads the stored records and, with Redis, polls for changes until
-// Stop. If Redis cannot be reached, the registry starts from the file and
-// keeps trying.
+// Stop: ctx bounds the first load and otherwise only carries values (see
+// package lifecycle). If Redis cannot be reached, the registry starts
+// from the file and keeps trying.
 func (r *Registry) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started {
-		return errors.New("tenant: registry already started")
+	loopCtx, err := r.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("tenant: registry: %w", err)
 	}
-	r.started = true
-	err := r.Reload(ctx)
+	err = r.Reload(ctx)
 	if err != nil && !errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	r.health(err)
-	if r.cfg.Redis == nil {
-		return nil
+	r.health(ctx, err)
+	if r.cfg.Redis != nil {
+		r.loops.Go(func() { r.poll(loopCtx) })
 	}
-	loopCtx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.done = make(chan struct{})
-	go r.poll(loopCtx)
 	return nil
 }
 
 // Stop ends the polling and waits for it. It is idempotent.
-func (r *Registry) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.cancel = nil
-	r.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (r *Registry) Stop(ctx context.Context) error { return r.loops.Stop(ctx) }
 
 func (r *Registry) poll(ctx context.Context) {
-	defer close(r.done)
 	t := time.NewTicker(r.cfg.Refresh)
 	defer t.Stop()
 	for {
@@ -241,25 +200,19 @@ func (r *Registry) poll(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		r.health(err)
+		r.health(ctx, err)
 	}
 }
 
-// health logs and counts the transitions of Redis between reachable and
-// not.
-func (r *Registry) health(err error) {
+// health records whether Redis answered the latest load or poll; each
+// that failed is counted as an answer from the records last loaded.
+func (r *Registry) health(ctx context.Context, err error) {
 	if err == nil {
-		if r.down.Swap(false) {
-			r.degraded.Set(0)
-			r.cfg.Logger.Info("redis is back; tenant records are current again", "component", "tenants")
-		}
+		r.redis.OK(ctx)
 		return
 	}
-	r.failed.Inc()
-	if !r.down.Swap(true) {
-		r.degraded.Set(1)
-		r.cfg.Logger.Warn("redis unreachable; serving the tenant records last loaded", "component", "tenants", "err", err)
-	}
+	r.redis.Fallback()
+	r.redis.Failed(ctx, err)
 }
 
 // Reload loads the stored records now. The poll calls it when the version
@@ -295,7 +248,7 @@ func (r *Registry) build(version int64, recs map[string]record, strict bool) (*s
 		if _, ok := recs[id]; ok {
 			continue
 		}
-		t := &Tenant{ID: id, Limits: r.limits.Resolve(ft.Limits), Overrides: ft.Limits, FromConfig: true}
+		t := &Tenant{ID: id, Limits: Resolve(r.cfg.Defaults, ft.Limits), Overrides: ft.Limits, FromConfig: true}
 		for _, h := range ft.APIKeys {
 			sum, _ := parseHash(h) // checked in New
 			t.Keys = append(t.Keys, Key{ID: idOf(sum), Hash: h})
@@ -307,7 +260,7 @@ func (r *Registry) build(version int64, recs map[string]record, strict bool) (*s
 			continue
 		}
 		l := rec.Limits
-		t := &Tenant{ID: id, Limits: r.limits.Resolve(l), Overrides: l}
+		t := &Tenant{ID: id, Limits: Resolve(r.cfg.Defaults, l), Overrides: l}
 		for _, k := range rec.Keys {
 			key := Key{ID: k.ID, Hash: k.Hash}
 			if k.Created != 0 {
@@ -371,10 +324,10 @@ func (r *Registry) Get(id string) (Tenant, bool) {
 
 // Limits returns a tenant's limits resolved over the defaults, without
 // the copy of its keys that Get makes: the worker asks for every message.
-func (r *Registry) Limits(id string) (config.Resolved, bool) {
+func (r *Registry) Limits(id string) (Resolved, bool) {
 	t, ok := r.snap.Load().tenants[id]
 	if !ok {
-		return config.Resolved{}, false
+		return Resolved{}, false
 	}
 	return t.Limits, true
 }
@@ -404,11 +357,11 @@ func clone(t *Tenant) Tenant {
 
 // Put sets a tenant's own limits (nil fields follow the defaults), creating
 // the tenant if it does not exist; created says which. Its keys are kept.
-func (r *Registry) Put(ctx context.Context, id string, limits config.Limits) (t Tenant, created bool, err error) {
+func (r *Registry) Put(ctx context.Context, id string, limits Limits) (t Tenant, created bool, err error) {
 	if err := checkID(id); err != nil {
 		return Tenant{}, false, err
 	}
-	if err := r.limits.ValidateLimits(limits); err != nil {
+	if err := ValidateLimits(r.cfg.Defaults, limits); err != nil {
 		return Tenant{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	err = r.update(ctx, id, func(rec *record, exists bool) error {
@@ -517,7 +470,7 @@ func (r *Registry) update(ctx context.Context, id string, change func(rec *recor
 }
 
 // fromFile returns the record equal to a tenant of the file.
-func (r *Registry) fromFile(ft config.Tenant) record {
+func (r *Registry) fromFile(ft Spec) record {
 	rec := record{Limits: ft.Limits}
 	for _, h := range ft.APIKeys {
 		sum, _ := parseHash(h)

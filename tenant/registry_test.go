@@ -1,18 +1,22 @@
 package tenant_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/tenant"
 )
@@ -21,9 +25,9 @@ func ptr[T any](v T) *T { return &v }
 
 // fileTenants are the tenants of a configuration file: acme with a key and
 // its own ingest rate, globex with two keys.
-func fileTenants() []config.Tenant {
-	return []config.Tenant{
-		{ID: "acme", APIKeys: []string{tenant.HashKey("acme-key")}, Limits: config.Limits{IngestRate: ptr(500.0)}},
+func fileTenants() []tenant.Spec {
+	return []tenant.Spec{
+		{ID: "acme", APIKeys: []string{tenant.HashKey("acme-key")}, Limits: tenant.Limits{IngestRate: ptr(500.0)}},
 		{ID: "globex", APIKeys: []string{tenant.HashKey("globex-1"), tenant.HashKey("globex-2")}},
 	}
 }
@@ -46,18 +50,18 @@ func TestNewRejectsBadFiles(t *testing.T) {
 	good := tenant.HashKey("k")
 	tests := []struct {
 		name    string
-		tenants []config.Tenant
+		tenants []tenant.Spec
 		want    string
 	}{
-		{"bad id", []config.Tenant{{ID: "a b"}}, `id "a b"`},
-		{"empty id", []config.Tenant{{ID: ""}}, `id ""`},
-		{"long id", []config.Tenant{{ID: strings.Repeat("a", 65)}}, "id"},
-		{"repeated id", []config.Tenant{{ID: "a"}, {ID: "a"}}, `"a" defined twice`},
-		{"key not hashed", []config.Tenant{{ID: "a", APIKeys: []string{"plain-key"}}}, "sha256:"},
-		{"upper hex", []config.Tenant{{ID: "a", APIKeys: []string{strings.ToUpper(good)}}}, "sha256:"},
-		{"short hex", []config.Tenant{{ID: "a", APIKeys: []string{good[:70]}}}, "sha256:"},
-		{"shared key", []config.Tenant{{ID: "a", APIKeys: []string{good}}, {ID: "b", APIKeys: []string{good}}}, "also a key"},
-		{"bad limit", []config.Tenant{{ID: "a", Limits: config.Limits{IngestRate: ptr(-1.0)}}}, "ingest_rate"},
+		{"bad id", []tenant.Spec{{ID: "a b"}}, `id "a b"`},
+		{"empty id", []tenant.Spec{{ID: ""}}, `id ""`},
+		{"long id", []tenant.Spec{{ID: strings.Repeat("a", 65)}}, "id"},
+		{"repeated id", []tenant.Spec{{ID: "a"}, {ID: "a"}}, `"a" defined twice`},
+		{"key not hashed", []tenant.Spec{{ID: "a", APIKeys: []string{"plain-key"}}}, "sha256:"},
+		{"upper hex", []tenant.Spec{{ID: "a", APIKeys: []string{strings.ToUpper(good)}}}, "sha256:"},
+		{"short hex", []tenant.Spec{{ID: "a", APIKeys: []string{good[:70]}}}, "sha256:"},
+		{"shared key", []tenant.Spec{{ID: "a", APIKeys: []string{good}}, {ID: "b", APIKeys: []string{good}}}, "also a key"},
+		{"bad limit", []tenant.Spec{{ID: "a", Limits: tenant.Limits{IngestRate: ptr(-1.0)}}}, "ingest_rate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +76,7 @@ func TestNewRejectsBadFiles(t *testing.T) {
 
 func TestAuthenticate(t *testing.T) {
 	t.Parallel()
-	r := newRegistry(t, tenant.Config{Tenants: fileTenants(), Defaults: config.Limits{IngestRate: ptr(50.0)}})
+	r := newRegistry(t, tenant.Config{Tenants: fileTenants(), Defaults: tenant.Limits{IngestRate: ptr(50.0)}})
 	tests := []struct {
 		key      string
 		want     string
@@ -114,7 +118,7 @@ func testAdmin(t *testing.T, cfg tenant.Config) {
 	r := newRegistry(t, cfg)
 
 	// A new tenant, with its own limits and no key.
-	got, created, err := r.Put(ctx, "initech", config.Limits{IngestRate: ptr(7.0), IngestBurst: ptr(3)})
+	got, created, err := r.Put(ctx, "initech", tenant.Limits{IngestRate: ptr(7.0), IngestBurst: ptr(3)})
 	if err != nil || !created {
 		t.Fatalf("Put initech: created %v, %v", created, err)
 	}
@@ -136,7 +140,7 @@ func testAdmin(t *testing.T, cfg tenant.Config) {
 	}
 
 	// Changing a tenant of the file keeps its keys.
-	got, created, err = r.Put(ctx, "acme", config.Limits{MaxBacklog: ptr(2000)})
+	got, created, err = r.Put(ctx, "acme", tenant.Limits{MaxBacklog: ptr(2000)})
 	if err != nil || created {
 		t.Fatalf("Put acme: created %v, %v", created, err)
 	}
@@ -180,7 +184,7 @@ func testAdmin(t *testing.T, cfg tenant.Config) {
 		}
 	}
 	// Created again, it has no keys.
-	if _, created, err := r.Put(ctx, "globex", config.Limits{}); err != nil || !created {
+	if _, created, err := r.Put(ctx, "globex", tenant.Limits{}); err != nil || !created {
 		t.Fatalf("Put globex again: created %v, %v", created, err)
 	}
 	if g, _ := r.Get("globex"); len(g.Keys) != 0 {
@@ -188,10 +192,10 @@ func testAdmin(t *testing.T, cfg tenant.Config) {
 	}
 
 	// Invalid input.
-	if _, _, err := r.Put(ctx, "a/b", config.Limits{}); !errors.Is(err, tenant.ErrInvalid) {
+	if _, _, err := r.Put(ctx, "a/b", tenant.Limits{}); !errors.Is(err, tenant.ErrInvalid) {
 		t.Errorf("Put with a bad id: %v", err)
 	}
-	if _, _, err := r.Put(ctx, "x", config.Limits{SoftBacklog: ptr(10), MaxBacklog: ptr(5)}); !errors.Is(err, tenant.ErrInvalid) || !strings.Contains(err.Error(), "soft_backlog") {
+	if _, _, err := r.Put(ctx, "x", tenant.Limits{SoftBacklog: ptr(10), MaxBacklog: ptr(5)}); !errors.Is(err, tenant.ErrInvalid) || !strings.Contains(err.Error(), "soft_backlog") {
 		t.Errorf("Put with soft over max: %v", err)
 	}
 
@@ -305,19 +309,40 @@ func TestRedisUnreachable(t *testing.T) {
 	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { c.Close() })
-	r := newRegistry(t, tenant.Config{Tenants: fileTenants(), Redis: c})
+	reg := prometheus.NewRegistry()
+	redisMetrics, err := degrade.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	r := newRegistry(t, tenant.Config{Tenants: fileTenants(), Redis: c, RedisMetrics: redisMetrics,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if got, err := r.Authenticate("acme-key"); err != nil || got.ID != "acme" {
 		t.Fatalf("file tenants while Redis is down: %+v, %v", got, err)
 	}
-	if _, _, err := r.Put(context.Background(), "acme", config.Limits{}); !errors.Is(err, tenant.ErrUnavailable) {
+	if _, _, err := r.Put(context.Background(), "acme", tenant.Limits{}); !errors.Is(err, tenant.ErrUnavailable) {
 		t.Fatalf("Put while Redis is down: %v, want ErrUnavailable", err)
+	}
+	want := `
+# HELP fairq_redis_degraded 1 while a component cannot reach Redis and runs on local state or refuses, by component.
+# TYPE fairq_redis_degraded gauge
+fairq_redis_degraded{component="tenants"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "fairq_redis_degraded"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.ToFloat64(redisMetrics.FallbackFor("tenants")); n < 1 {
+		t.Errorf("fairq_redis_fallback_total{component=tenants} = %v after a failed load, want at least 1", n)
+	}
+	if n := strings.Count(logs.String(), "redis unreachable; serving the tenant records last loaded"); n != 1 {
+		t.Errorf("%d log lines about the outage, want 1:\n%s", n, logs.String())
 	}
 }
 
 func BenchmarkAuthenticate(b *testing.B) {
 	// issued is as long as the keys the admin API issues.
 	const issued = "fq_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
-	r, err := tenant.New(tenant.Config{Tenants: append(fileTenants(), config.Tenant{ID: "issued", APIKeys: []string{tenant.HashKey(issued)}})})
+	r, err := tenant.New(tenant.Config{Tenants: append(fileTenants(), tenant.Spec{ID: "issued", APIKeys: []string{tenant.HashKey(issued)}})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,17 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
-
-	"github.com/fairq/fairq/config"
 )
 
 // record is what the admin API stores for a tenant; it wins over the
 // configuration file.
 type record struct {
-	Limits  config.Limits `json:"limits"`
-	Keys    []keyRecord   `json:"keys,omitempty"`
-	Deleted bool          `json:"deleted,omitempty"`
-	Updated int64         `json:"updated"` // unix ms
+	Limits  Limits      `json:"limits"`
+	Keys    []keyRecord `json:"keys,omitempty"`
+	Deleted bool        `json:"deleted,omitempty"`
+	Updated int64       `json:"updated"` // unix ms
 }
 
 type keyRecord struct {

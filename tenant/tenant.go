@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/fairq/fairq/config"
 )
 
 // Errors callers match on.
@@ -42,10 +40,10 @@ const (
 type Tenant struct {
 	ID string
 	// Limits are the tenant's limits resolved over the defaults.
-	Limits config.Resolved
+	Limits Resolved
 	// Overrides are the limits the tenant sets itself; nil fields follow
 	// the defaults.
-	Overrides config.Limits
+	Overrides Limits
 	Keys      []Key
 	// FromConfig is true while the tenant is as the configuration file
 	// defines it, false once the admin API created or changed it.

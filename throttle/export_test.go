@@ -1,13 +1,6 @@
 package throttle
 
-// Kill abandons the semaphore as a crash would (see Start): renewals stop
+// Kill abandons the semaphore as a crash would (see run): renewals stop
 // and nothing is released, so its leases run out. Stop must still be
 // called to wait for it.
-func (s *RedisSemaphore) Kill() {
-	s.lifecycle.Lock()
-	kill := s.kill
-	s.lifecycle.Unlock()
-	if kill != nil {
-		kill()
-	}
-}
+func (s *RedisSemaphore) Kill() { s.loops.Kill() }

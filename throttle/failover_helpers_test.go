@@ -5,7 +5,20 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairq/fairq/internal/degrade"
 )
+
+// redisMetrics registers, once, the metrics of the failover components
+// on reg, as a process does.
+func redisMetrics(t *testing.T, reg *prometheus.Registry) *degrade.Metrics {
+	t.Helper()
+	m, err := degrade.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
 
 // checkRecovered checks what a failover component says after an outage
 // and the primary's return: degraded back to 0, the answers given without

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/fairq/fairq/internal/degrade"
 )
 
 // FailoverConfig configures a FailoverLimiter.
@@ -27,10 +27,10 @@ type FailoverConfig struct {
 	// Logger receives one line when Primary fails and one when it is back;
 	// nil discards.
 	Logger *slog.Logger
-	// Registerer receives fairq_redis_degraded and
-	// fairq_redis_fallback_total with the label component=Component; nil
-	// registers nothing.
-	Registerer prometheus.Registerer
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total, which the limiter's series join with
+	// the label component=Component; nil keeps them registered nowhere.
+	RedisMetrics *degrade.Metrics
 	// Component is the value of the component label of the metrics and
 	// log lines, so that two limiters of one process (the gateway's
 	// admission and the worker's processing limits) are told apart; empty
@@ -41,7 +41,7 @@ type FailoverConfig struct {
 }
 
 // CooldownDefault is FailoverConfig.Cooldown's default.
-const CooldownDefault = time.Second
+const CooldownDefault = degrade.CooldownDefault
 
 // ComponentDefault is FailoverConfig.Component's default.
 const ComponentDefault = "ratelimit"
@@ -71,9 +71,8 @@ func (c FailoverConfig) validate() error {
 // answers again. After a failure Primary is left alone for Cooldown, so
 // that an unreachable Redis does not cost every request a timeout.
 type FailoverLimiter struct {
-	cfg      FailoverConfig
-	breaker  breaker
-	fallback prometheus.Counter
+	cfg FailoverConfig
+	dep *degrade.Dependency
 }
 
 var _ RateLimiter = (*FailoverLimiter)(nil)
@@ -84,86 +83,30 @@ func NewFailoverLimiter(cfg FailoverConfig) (*FailoverLimiter, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	f := &FailoverLimiter{cfg: cfg}
-	degraded, fallback, err := redisMetrics(cfg.Registerer, cfg.Component)
-	if err != nil {
-		return nil, err
-	}
-	f.breaker = breaker{cooldown: cfg.Cooldown, degraded: degraded}
-	f.fallback = fallback
-	return f, nil
+	dep := degrade.New(degrade.Config{Component: cfg.Component, Metrics: cfg.RedisMetrics, Logger: cfg.Logger, Cooldown: cfg.Cooldown, Now: cfg.Now,
+		Down:       "redis unreachable; rate limits are local to this process until it is back (fail open)",
+		FailClosed: cfg.FailClosed, Closed: "redis unreachable; refusing admission until it is back (fail closed)",
+		Up: "redis is back; rate limits are shared again",
+	})
+	return &FailoverLimiter{cfg: cfg, dep: dep}, nil
 }
 
 // Allow implements RateLimiter.
 func (f *FailoverLimiter) Allow(ctx context.Context, key string, lim Limit, n int) (Decision, error) {
-	now := f.cfg.Now()
-	if !f.breaker.resting(now) {
+	if !f.dep.Resting() {
 		d, err := f.cfg.Primary.Allow(ctx, key, lim, n)
 		if err == nil {
-			f.up()
+			f.dep.OK(ctx)
 			return d, nil
 		}
 		if ctx.Err() != nil {
 			return Decision{}, ctx.Err() // the caller gave up; Redis is not to blame
 		}
-		f.fail(now, err)
+		f.dep.Failed(ctx, err)
 	}
 	if f.cfg.FailClosed {
 		return Decision{}, fmt.Errorf("rate limit %q: %w", key, ErrUnavailable)
 	}
-	f.fallback.Inc()
+	f.dep.Fallback()
 	return f.cfg.Fallback.Allow(ctx, key, lim, n)
-}
-
-func (f *FailoverLimiter) up() {
-	if f.breaker.up() {
-		f.cfg.Logger.Info("redis is back; rate limits are shared again", "component", f.cfg.Component)
-	}
-}
-
-func (f *FailoverLimiter) fail(now time.Time, err error) {
-	if f.breaker.fail(now) {
-		if f.cfg.FailClosed {
-			f.cfg.Logger.Error("redis unreachable; refusing admission until it is back (fail closed)", "component", f.cfg.Component, "err", err)
-		} else {
-			f.cfg.Logger.Warn("redis unreachable; rate limits are local to this process until it is back (fail open)", "component", f.cfg.Component, "err", err)
-		}
-	}
-}
-
-// redisMetrics registers, or finds already registered by another
-// component, the two metrics every Redis user of fairq exports.
-func redisMetrics(reg prometheus.Registerer, component string) (prometheus.Gauge, prometheus.Counter, error) {
-	degraded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "fairq_redis_degraded",
-		Help: "1 while a component cannot reach Redis and runs on local state or refuses, by component.",
-	}, []string{"component"})
-	fallback := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fairq_redis_fallback_total",
-		Help: "Operations answered from local state because Redis was unreachable, by component.",
-	}, []string{"component"})
-	if reg != nil {
-		var err error
-		if degraded, err = registerVec(reg, degraded); err != nil {
-			return nil, nil, err
-		}
-		if fallback, err = registerVec(reg, fallback); err != nil {
-			return nil, nil, err
-		}
-	}
-	return degraded.WithLabelValues(component), fallback.WithLabelValues(component), nil
-}
-
-// registerVec registers c, or returns the equal collector registered before.
-func registerVec[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

@@ -51,13 +51,13 @@ func TestFailoverLimiter(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			var logs bytes.Buffer
 			f, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{
-				Primary:    primary,
-				Fallback:   throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now}),
-				FailClosed: closed,
-				Cooldown:   time.Second,
-				Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
-				Registerer: reg,
-				Now:        c.Now,
+				Primary:      primary,
+				Fallback:     throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now}),
+				FailClosed:   closed,
+				Cooldown:     time.Second,
+				Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
+				RedisMetrics: redisMetrics(t, reg),
+				Now:          c.Now,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -99,7 +99,7 @@ func TestFailoverLimiter(t *testing.T) {
 func TestFailoverCallerCancelIsNotAnOutage(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	f, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{Primary: cancelled{}, Registerer: reg})
+	f, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{Primary: cancelled{}, RedisMetrics: redisMetrics(t, reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/fairq/fairq/internal/degrade"
 )
 
 // FailoverSemaphoreConfig configures a FailoverSemaphore.
@@ -31,10 +31,10 @@ type FailoverSemaphoreConfig struct {
 	// Logger receives one line when Primary fails and one when it is back;
 	// nil discards.
 	Logger *slog.Logger
-	// Registerer receives fairq_redis_degraded and
-	// fairq_redis_fallback_total with component=Component; nil registers
-	// nothing.
-	Registerer prometheus.Registerer
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total, which the semaphore's series join with
+	// component=Component; nil keeps them registered nowhere.
+	RedisMetrics *degrade.Metrics
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time
 }
@@ -69,10 +69,9 @@ func (c FailoverSemaphoreConfig) validate() error {
 // fairq_redis_degraded; fairq_redis_fallback_total counts the answers
 // given locally.
 type FailoverSemaphore struct {
-	cfg      FailoverSemaphoreConfig
-	local    *LocalSemaphore // every slot this process holds, from Primary or not
-	breaker  breaker
-	fallback prometheus.Counter
+	cfg   FailoverSemaphoreConfig
+	local *LocalSemaphore // every slot this process holds, from Primary or not
+	dep   *degrade.Dependency
 }
 
 var _ Semaphore = (*FailoverSemaphore)(nil)
@@ -83,23 +82,20 @@ func NewFailoverSemaphore(cfg FailoverSemaphoreConfig) (*FailoverSemaphore, erro
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	f := &FailoverSemaphore{cfg: cfg, local: NewLocalSemaphore()}
-	degraded, fallback, err := redisMetrics(cfg.Registerer, cfg.Component)
-	if err != nil {
-		return nil, err
-	}
-	f.breaker = breaker{cooldown: cfg.Cooldown, degraded: degraded}
-	f.fallback = fallback
-	return f, nil
+	dep := degrade.New(degrade.Config{Component: cfg.Component, Metrics: cfg.RedisMetrics, Logger: cfg.Logger, Cooldown: cfg.Cooldown, Now: cfg.Now,
+		Down:       "redis unreachable; concurrency limits are local, limit divided by the fleet size, until it is back (fail open)",
+		FailClosed: cfg.FailClosed, Closed: "redis unreachable; refusing slots until it is back (fail closed)",
+		Up: "redis is back; concurrency limits are shared again",
+	})
+	return &FailoverSemaphore{cfg: cfg, local: NewLocalSemaphore(), dep: dep}, nil
 }
 
 // TryAcquire implements Semaphore.
 func (f *FailoverSemaphore) TryAcquire(ctx context.Context, key string, limit int) (Permit, bool, error) {
-	now := f.cfg.Now()
-	if !f.breaker.resting(now) {
+	if !f.dep.Resting() {
 		p, ok, err := f.cfg.Primary.TryAcquire(ctx, key, limit)
 		if err == nil {
-			f.up()
+			f.dep.OK(ctx)
 			if !ok {
 				return Permit{}, false, nil
 			}
@@ -112,12 +108,16 @@ func (f *FailoverSemaphore) TryAcquire(ctx context.Context, key string, limit in
 		if ctx.Err() != nil {
 			return Permit{}, false, ctx.Err() // the caller gave up; Redis is not to blame
 		}
-		f.fail(now, err)
+		if f.cfg.FailClosed {
+			f.dep.Failed(ctx, err)
+		} else {
+			f.dep.Failed(ctx, err, slog.Int("fleet_size", max(f.cfg.FleetSizeFunc(), 1)))
+		}
 	}
 	if f.cfg.FailClosed {
 		return Permit{}, false, fmt.Errorf("semaphore %q: %w", key, ErrUnavailable)
 	}
-	f.fallback.Inc()
+	f.dep.Fallback()
 	return f.local.TryAcquire(ctx, key, shareOf(limit, f.cfg.FleetSizeFunc()))
 }
 
@@ -132,22 +132,4 @@ func shareOf(limit, n int) int {
 }
 
 // Degraded reports whether Primary failed and has not answered since.
-func (f *FailoverSemaphore) Degraded() bool { return f.breaker.isDown() }
-
-func (f *FailoverSemaphore) up() {
-	if f.breaker.up() {
-		f.cfg.Logger.Info("redis is back; concurrency limits are shared again", "component", f.cfg.Component)
-	}
-}
-
-func (f *FailoverSemaphore) fail(now time.Time, err error) {
-	if !f.breaker.fail(now) {
-		return
-	}
-	if f.cfg.FailClosed {
-		f.cfg.Logger.Error("redis unreachable; refusing slots until it is back (fail closed)", "component", f.cfg.Component, "err", err)
-		return
-	}
-	f.cfg.Logger.Warn("redis unreachable; concurrency limits are local, limit divided by the fleet size, until it is back (fail open)",
-		"component", f.cfg.Component, "fleet_size", max(f.cfg.FleetSizeFunc(), 1), "err", err)
-}
+func (f *FailoverSemaphore) Degraded() bool { return f.dep.Down() }

@@ -60,7 +60,7 @@ func TestFailoverSemaphore(t *testing.T) {
 				Cooldown:      time.Second,
 				Component:     "ratelimit", // the label gauge() reads
 				Logger:        slog.New(slog.NewTextHandler(&logs, nil)),
-				Registerer:    reg,
+				RedisMetrics:  redisMetrics(t, reg),
 				Now:           c.Now,
 			})
 			if err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/internal/lifecycle"
 )
 
 // LeaseDefault is RedisSemaphoreConfig.Lease's default.
@@ -98,13 +100,10 @@ type RedisSemaphore struct {
 	failing bool // the latest renewal or release failed
 
 	wake chan struct{} // size 1: pending releases wait
-	stop chan struct{} // closed by Stop
-	done chan struct{} // closed when the goroutine ends
 
-	lifecycle sync.Mutex
-	started   bool
-	kill      context.CancelFunc // ends the goroutine as a crash would (tests)
-	stopOnce  sync.Once
+	// loops run the renewals and releases; Kill (tests) ends them as a
+	// crash would.
+	loops lifecycle.Loops
 }
 
 // semState is where a RedisSemaphore is in its life.
@@ -144,8 +143,6 @@ func NewRedisSemaphore(cfg RedisSemaphoreConfig) (*RedisSemaphore, error) {
 		owner: hex.EncodeToString(b[:]),
 		held:  make(map[lease]struct{}),
 		wake:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
 	}, nil
 }
 
@@ -243,67 +240,48 @@ func (s *RedisSemaphore) wakeUp() {
 	}
 }
 
-// Start starts renewing held leases, until Stop: ctx only carries values.
+// Start starts renewing held leases, until Stop: ctx only carries values
+// (see package lifecycle).
 func (s *RedisSemaphore) Start(ctx context.Context) error {
-	s.lifecycle.Lock()
-	defer s.lifecycle.Unlock()
-	if s.started {
-		return errors.New("throttle: semaphore already started")
+	ctx, err := s.loops.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("throttle: semaphore: %w", err)
 	}
-	s.started = true
-	// kill abandons the semaphore as a crash would: renewals stop,
-	// nothing is released (not even by later Releases) and the leases
-	// expire within one Lease. Only tests use it, to play a crash.
-	ctx, s.kill = context.WithCancel(context.WithoutCancel(ctx))
 	s.mu.Lock()
 	s.state = semRunning
 	s.mu.Unlock()
-	go s.run(ctx)
+	s.loops.Go(func() { s.run(ctx) })
 	return nil
 }
 
 // Stop releases the leases still held, waits for the pending releases to
 // reach Redis (or for ctx to end) and stops renewing. It is idempotent;
 // Stop before Start does nothing.
-func (s *RedisSemaphore) Stop(ctx context.Context) error {
-	s.lifecycle.Lock()
-	started := s.started
-	s.lifecycle.Unlock()
-	if !started {
-		return nil
-	}
-	s.stopOnce.Do(func() { close(s.stop) })
-	select {
-	case <-s.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	s.kill() // the goroutine has ended: this only frees the context
-	return nil
-}
+func (s *RedisSemaphore) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 
-// run renews and releases until Stop, or until ctx ends (a kill).
+// run renews and releases until Stop, then releases what is held; after
+// a kill (a crash, played by tests) it releases nothing, not even on
+// later Releases, and the leases expire within one Lease.
 func (s *RedisSemaphore) run(ctx context.Context) {
-	defer close(s.done)
 	t := time.NewTicker(s.cfg.RenewEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			s.mu.Lock()
-			s.state = semAbandoned
-			s.pending = nil
-			s.mu.Unlock()
-			return
-		case <-s.stop:
-			s.mu.Lock()
+			if errors.Is(context.Cause(ctx), lifecycle.ErrKilled) {
+				s.state = semAbandoned
+				s.pending = nil
+				s.mu.Unlock()
+				return
+			}
 			for l := range s.held {
 				s.pending = append(s.pending, pendingRelease{lease: l, at: time.Now()})
 			}
 			clear(s.held)
 			s.state = semIdle
 			s.mu.Unlock()
-			s.flush(ctx, true)
+			s.flush(context.WithoutCancel(ctx), true)
 			return
 		case <-s.wake:
 			if ctx.Err() == nil {

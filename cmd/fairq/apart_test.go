@@ -31,7 +31,7 @@ func freeAddr(t *testing.T) string {
 // plus a listen address, until the test ends; then it cancels its context
 // (as SIGTERM does) and checks that it exits 0. It returns the command's
 // stderr.
-func startRole(t *testing.T, role, base, listen string) *syncBuffer {
+func startRole(t *testing.T, role, base, listen string) *testenv.LogBuffer {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), role+".yaml")
 	raw, err := os.ReadFile(base)
@@ -43,7 +43,7 @@ func startRole(t *testing.T, role, base, listen string) *syncBuffer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	stderr := &syncBuffer{}
+	stderr := &testenv.LogBuffer{}
 	go func() {
 		done <- run(ctx, []string{"fairq", role, "--config", path}, func(string) string { return "" },
 			strings.NewReader(""), io.Discard, stderr)

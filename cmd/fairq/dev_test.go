@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,24 +19,6 @@ import (
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/tenant"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // push is one request the test application received.
 type push struct {
@@ -67,7 +48,7 @@ func app(t *testing.T, statusFunc func(n int) int) (url string, pushes <-chan pu
 
 // startDev runs `fairq dev` with the given YAML until the test ends and
 // returns the system and the base URL of its API.
-func startDev(t *testing.T, yaml string, o devOptions, getenv func(string) string) (*system, string, *syncBuffer) {
+func startDev(t *testing.T, yaml string, o devOptions, getenv func(string) string) (*system, string, *testenv.LogBuffer) {
 	t.Helper()
 	if yaml != "" {
 		o.config = filepath.Join(t.TempDir(), "fairq.yaml")
@@ -78,7 +59,7 @@ func startDev(t *testing.T, yaml string, o devOptions, getenv func(string) strin
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	stderr := &syncBuffer{}
+	stderr := &testenv.LogBuffer{}
 	e := env{getenv: getenv, stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr}
 	ctx, cancel := context.WithCancel(context.Background())
 	type up struct {

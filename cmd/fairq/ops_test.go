@@ -130,7 +130,7 @@ log: {level: info}
 	next(t, pushes, 30*time.Second)
 
 	t.Cleanup(func() { // after the roles stopped: cleanups run last-in first-out
-		for name, log := range map[string]*syncBuffer{"gateway": gwLog, "worker": wkLog} {
+		for name, log := range map[string]*testenv.LogBuffer{"gateway": gwLog, "worker": wkLog} {
 			lines := strings.Split(strings.TrimSpace(log.String()), "\n")
 			if len(lines) < 3 {
 				t.Errorf("%s wrote %d lines; the test saw too little to prove anything", name, len(lines))
@@ -153,7 +153,7 @@ log: {level: info}
 // cannot dial) come through the process's logger as JSON records, not on
 // the side.
 func TestRedisLogsRouted(t *testing.T) {
-	var out syncBuffer
+	var out testenv.LogBuffer
 	cfg := config.Default()
 	newLogger(env{stderr: &out}, cfg, false)
 	c := redis.NewClient(&redis.Options{Addr: freeAddr(t), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})

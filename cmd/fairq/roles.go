@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -197,6 +198,10 @@ func newAPIKey() string {
 	return "fq_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// redriveCountTimeout bounds the backlog counts of a redrive from the
+// command line.
+const redriveCountTimeout = 5 * time.Second
+
 // runDLQRedrive moves dead letters back to their tenants' shards, each
 // with its attempts reset, and prints the counts.
 func runDLQRedrive(ctx context.Context, e env, args []string) error {
@@ -236,6 +241,13 @@ func runDLQRedrive(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	res, err := r.Run(ctx, *tenantID, *maxN)
+	// The system was not started: the counts of the messages moved back
+	// are applied here, whatever became of ctx.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redriveCountTimeout)
+	if ferr := s.backlog.Flush(fctx); ferr != nil {
+		logger.Warn("redrive: backlog counter not incremented", "err", ferr)
+	}
+	cancel()
 	fmt.Fprintf(e.stdout, "moved %d, skipped %d, failed %d\n", res.Moved, res.Skipped, res.Failed)
 	for _, t := range slices.Sorted(maps.Keys(res.ByTenant)) {
 		fmt.Fprintf(e.stdout, "  tenant %q: %d\n", t, res.ByTenant[t])

@@ -43,6 +43,15 @@ type component interface {
 	Stop(ctx context.Context) error
 }
 
+// backlogCounts are the tenants' backlog counts a process keeps: a
+// backlog.Tracker, or backlog.Off when no count can be shared.
+type backlogCounts interface {
+	component
+	gateway.Backlog
+	consumer.Backlog
+	Flush(ctx context.Context) error
+}
+
 // role is what a process runs.
 type role int
 
@@ -67,7 +76,7 @@ type system struct {
 	degrade *degrade.Metrics
 
 	tenants   *tenant.Registry
-	backlog   *backlog.Counter // nil when no count can be shared: see newSystem
+	backlog   backlogCounts // backlog.Off when no count can be shared: see newSystem
 	tracker   *sharding.Tracker
 	gateway   *gateway.Server
 	worker    *consumer.Worker
@@ -112,12 +121,13 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 		s.redis = newRedisClient(cfg.Redis)
 	}
 	s.tenants, err = tenant.New(tenant.Config{
-		Tenants:    cfg.Tenants,
-		Defaults:   cfg.Defaults,
-		Redis:      s.redisOrNil(),
-		Prefix:     cfg.SQS.QueuePrefix + ":",
-		Logger:     logger,
-		Registerer: s.registry,
+		Tenants:      tenantSpecs(cfg.Tenants),
+		Defaults:     cfg.Defaults,
+		Redis:        s.redisOrNil(),
+		Prefix:       cfg.SQS.QueuePrefix + ":",
+		Logger:       logger,
+		Registerer:   s.registry,
+		RedisMetrics: s.degrade,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tenants: %w", err)
@@ -129,25 +139,30 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 	// backpressure would refuse tenants for others' messages, so they keep
 	// no counters and say so.
 	if s.redis != nil || r == roleDev {
-		s.backlog, err = backlog.New(backlog.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix()})
-		if err != nil {
-			return nil, fmt.Errorf("backlog counters: %w", err)
+		if s.backlog, err = s.backlogTracker(); err != nil {
+			return nil, fmt.Errorf("backlog counts: %w", err)
 		}
-	} else if r == roleGateway {
-		logger.Warn("no redis.addr: backlog counters and backpressure are off (soft_backlog and max_backlog need the counts a worker shares through Redis)")
+	} else {
+		s.backlog = backlog.Off{}
+		if r == roleGateway {
+			logger.Warn("no redis.addr: backlog counters and backpressure are off (soft_backlog and max_backlog need the counts a worker shares through Redis)")
+		}
 	}
 	var trackerMetrics prometheus.Registerer
+	var trackerRedis *degrade.Metrics
 	if r == roleDev || r == roleGateway {
-		trackerMetrics = s.registry // the tracker runs only where messages are enqueued
+		// The tracker runs only where messages are enqueued.
+		trackerMetrics, trackerRedis = s.registry, s.degrade
 	}
 	s.tracker, err = sharding.NewTracker(sharding.Config{
-		Reader:     s.backend,
-		Queues:     s.names.Live,
-		ShardSize:  cfg.Pool.ShardSize,
-		Redis:      s.redis,
-		KeyPrefix:  s.keyPrefix(),
-		Logger:     logger,
-		Registerer: trackerMetrics,
+		Reader:       s.backend,
+		Queues:       s.names.Live,
+		ShardSize:    cfg.Pool.ShardSize,
+		Redis:        s.redis,
+		KeyPrefix:    s.keyPrefix(),
+		Logger:       logger,
+		Registerer:   trackerMetrics,
+		RedisMetrics: trackerRedis,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shard tracker: %w", err)
@@ -198,17 +213,47 @@ func newRedisClient(r config.Redis) redis.UniversalClient {
 	return redis.NewClient(o.Simple())
 }
 
+// tenantSpecs returns the tenants of the configuration file as the
+// registry takes them.
+func tenantSpecs(file []config.Tenant) []tenant.Spec {
+	specs := make([]tenant.Spec, len(file))
+	for i, t := range file {
+		specs[i] = tenant.Spec(t)
+	}
+	return specs
+}
+
+// backlogTracker returns the backlog counts of a process that can share
+// them: in Redis, or in this process for dev. Where messages are enqueued
+// the tracker also reconciles the counts with the queues' depths; a
+// worker's only takes away what ended.
+func (s *system) backlogTracker() (*backlog.Tracker, error) {
+	counter, err := backlog.New(backlog.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix()})
+	if err != nil {
+		return nil, err
+	}
+	cfg := backlog.TrackerConfig{
+		Counter:      counter,
+		FailClosed:   !s.cfg.Redis.FailOpen,
+		Logger:       s.logger,
+		RedisMetrics: s.degrade,
+	}
+	if s.role == roleDev || s.role == roleGateway {
+		cfg.Depths, cfg.Queues = s.backend, append(append([]string{}, s.names.Live...), s.names.Overflow, s.names.Backlog)
+	}
+	if s.role == roleDev || s.role == roleWorker {
+		cfg.Registerer = s.registry // fairq_worker_backlog_decrements_dropped_total
+	}
+	return backlog.NewTracker(cfg)
+}
+
 // keyPrefix starts every Redis key of the deployment, so that deployments
 // with different queue prefixes can share one Redis.
 func (s *system) keyPrefix() string { return s.cfg.SQS.QueuePrefix + ":" }
 
 // redriver returns the dead-letter redrive, back to each tenant's shard.
 func (s *system) redriver() (*consumer.Redriver, error) {
-	cfg := consumer.RedriveConfig{Backend: s.backend, Names: s.names, Picker: s.tracker, Logger: s.logger}
-	if s.backlog != nil {
-		cfg.Backlog = s.backlog
-	}
-	return consumer.NewRedriver(cfg)
+	return consumer.NewRedriver(consumer.RedriveConfig{Backend: s.backend, Names: s.names, Picker: s.tracker, Backlog: s.backlog, Logger: s.logger})
 }
 
 // redisOrNil returns the Redis client as the interface the packages take,
@@ -230,10 +275,10 @@ func (s *system) withGateway() error {
 			return err
 		}
 		limiter, err = throttle.NewFailoverLimiter(throttle.FailoverConfig{
-			Primary:    primary,
-			FailClosed: !s.cfg.Redis.FailOpen,
-			Logger:     s.logger,
-			Registerer: s.registry,
+			Primary:      primary,
+			FailClosed:   !s.cfg.Redis.FailOpen,
+			Logger:       s.logger,
+			RedisMetrics: s.degrade,
 		})
 		if err != nil {
 			return err
@@ -243,10 +288,6 @@ func (s *system) withGateway() error {
 	if err != nil {
 		return fmt.Errorf("redrive: %w", err)
 	}
-	var counts gateway.Backlog
-	if s.backlog != nil {
-		counts = s.backlog
-	}
 	s.gateway, err = gateway.New(gateway.Config{
 		Backend:           s.backend,
 		Names:             s.names,
@@ -255,8 +296,9 @@ func (s *system) withGateway() error {
 		Limiter:           limiter,
 		Redriver:          redriver,
 		AdminTokenSHA256:  s.cfg.Admin.TokenSHA256,
-		Backlog:           counts,
+		Backlog:           s.backlog,
 		FailClosed:        !s.cfg.Redis.FailOpen,
+		RedisMetrics:      s.degrade,
 		Redis:             s.redisOrNil(),
 		RedisPrefix:       s.keyPrefix(),
 		IdempotencyWindow: s.cfg.Gateway.IdempotencyWindow,
@@ -276,13 +318,14 @@ func (s *system) withGateway() error {
 	return nil
 }
 
-// workerLimiter builds the per-tenant process_rate and concurrency limits
-// of the worker (package spillover) and the fleet registration they divide
-// by when Redis is down. With Redis, both limits hold across the fleet;
-// without it, they hold in this process.
+// workerLimiter builds the per-tenant policy of the worker (package
+// spillover: drop and backlog ages, process_rate and concurrency) and the
+// fleet registration its limits divide by when Redis is down. With Redis,
+// both limits hold across the fleet; without it, they hold in this
+// process.
 func (s *system) workerLimiter() (consumer.Limiter, error) {
 	var err error
-	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), Logger: s.logger, Registerer: s.registry})
+	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), Logger: s.logger, Registerer: s.registry, RedisMetrics: s.degrade})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
@@ -301,6 +344,8 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 	cfg := spillover.Config{
 		Tenants:       s.tenants,
 		Defaults:      s.cfg.Defaults,
+		DropAge:       s.cfg.Worker.DropAge,
+		BacklogAge:    s.cfg.Worker.BacklogAge,
 		FleetSizeFunc: s.fleet.Last,
 		Registerer:    s.registry,
 	}
@@ -317,10 +362,10 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 				Limiter:    throttle.NewLocalLimiter(throttle.LocalConfig{}),
 				FactorFunc: func() float64 { return throttle.Share(s.fleet.Last()) },
 			},
-			FailClosed: !s.cfg.Redis.FailOpen,
-			Component:  "worker_ratelimit",
-			Logger:     s.logger,
-			Registerer: s.registry,
+			FailClosed:   !s.cfg.Redis.FailOpen,
+			Component:    "worker_ratelimit",
+			Logger:       s.logger,
+			RedisMetrics: s.degrade,
 		})
 		if err != nil {
 			return nil, err
@@ -335,7 +380,7 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 			FleetSizeFunc: s.fleet.Last,
 			Component:     "worker_semaphore",
 			Logger:        s.logger,
-			Registerer:    s.registry,
+			RedisMetrics:  s.degrade,
 		})
 		if err != nil {
 			return nil, err
@@ -344,29 +389,12 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 	return spillover.New(cfg)
 }
 
-// tenantDropAge returns the drop_age of a tenant from the registry, so
-// that a change through the admin API applies at its next message; a
-// tenant the registry does not know (deleted since) has the defaults'.
-func (s *system) tenantDropAge() func(string) time.Duration {
-	fallback := config.Config{Defaults: s.cfg.Defaults}.Resolve(config.Limits{}).DropAge
-	return func(id string) time.Duration {
-		if l, ok := s.tenants.Limits(id); ok {
-			return l.DropAge
-		}
-		return fallback
-	}
-}
-
 // withWorker adds the consumer daemon with the given handler.
 func (s *system) withWorker(h consumer.Handler) error {
 	w := s.cfg.Worker
 	limiter, err := s.workerLimiter()
 	if err != nil {
 		return err
-	}
-	var counts consumer.BacklogCounter
-	if s.backlog != nil {
-		counts = s.backlog
 	}
 	s.worker, err = consumer.New(consumer.Config{
 		Backend:                s.backend,
@@ -377,12 +405,9 @@ func (s *system) withWorker(h consumer.Handler) error {
 		ErrorVisibilityTimeout: w.ErrorVisibilityTimeout,
 		MaxRetries:             w.MaxRetries,
 		InactivityTimeout:      w.InactivityTimeout,
-		BacklogAge:             w.BacklogAge,
-		DropAge:                w.DropAge,
-		TenantDropAge:          s.tenantDropAge(),
 		Limiter:                limiter,
 		Dedupe:                 s.deduper(),
-		Backlog:                counts,
+		Backlog:                s.backlog,
 		ObserveFunc:            s.autoscaling.Observe,
 		Logger:                 s.logger,
 		Registerer:             s.registry,
@@ -457,11 +482,12 @@ func (s *system) pushHandler(url string) (consumer.Handler, error) {
 }
 
 // Start starts the parts in dependency order: the tenant registry first
-// (auth needs it), then the shard tracker, the gateway's batchers, the
+// (auth needs it), then the backlog counts (the gateway adds to them, the
+// worker takes away), the shard tracker, the gateway's batchers, the
 // worker and the scheduler of periodic tasks. On failure it stops what it
 // started.
 func (s *system) Start(ctx context.Context) error {
-	parts := []component{s.tenants}
+	parts := []component{s.tenants, s.backlog}
 	if s.gateway != nil {
 		parts = append(parts, s.tracker, s.gateway)
 	}
@@ -497,8 +523,9 @@ const partStop = 5 * time.Second
 // its lease), the worker (it finishes or releases in-flight jobs and
 // flushes deletes, within ctx: the grace period), then the lease renewer
 // (it releases what the worker held), the fleet registration, the gateway
-// (it flushes pending send batches), the tracker and the registry; last
-// the Redis connection. Each part after the worker has partStop of its own,
+// (it flushes pending send batches), the tracker, the backlog counts (they
+// apply what the gateway and the worker counted until they stopped) and
+// the registry; last the Redis connection. Each part after the worker has partStop of its own,
 // so that a worker that used the whole grace period leaves them time.
 func (s *system) Stop(ctx context.Context) error {
 	var errs []error

@@ -19,7 +19,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,13 +67,16 @@ type Config struct {
 	Metrics *Metrics
 	// Logger receives the transitions; nil discards.
 	Logger *slog.Logger
-	// Down is logged when Redis fails: what the component does until it
-	// is back, e.g. "rate limits are local to this process until it is
-	// back (fail open)". Up is logged when it is back.
+	// Down is logged, at Warn, when Redis fails and the component goes on
+	// without it: what it does until it is back, e.g. "rate limits are
+	// local to this process until it is back (fail open)". Up is logged
+	// when it is back.
 	Down, Up string
-	// DownLevel is the level of the Down line: Warn (the default) when
-	// the component goes on, Error when it refuses.
-	DownLevel slog.Level
+	// FailClosed says the component refuses while Redis is down
+	// (redis.fail_open: false): then Closed is logged, at Error, instead
+	// of Down.
+	FailClosed bool
+	Closed     string
 	// Cooldown is how long Redis is left alone after a failure; zero
 	// uses CooldownDefault, negative asks it every time.
 	Cooldown time.Duration
@@ -83,15 +86,15 @@ type Config struct {
 
 // Dependency is a component's view of Redis: up, or down since a failure
 // and resting for the cooldown after each one. It is safe for concurrent
-// use.
+// use, and takes no lock while Redis is up: Resting and OK are on the
+// path of every request.
 type Dependency struct {
 	cfg      Config
 	degraded prometheus.Gauge
 	fallback prometheus.Counter
 
-	mu    sync.Mutex
-	down  bool
-	until time.Time // while down: Redis is not asked before then
+	down  atomic.Bool
+	until atomic.Int64 // unix ns; while down, Redis is not asked before then
 }
 
 // New returns a Dependency, up.
@@ -102,9 +105,7 @@ func New(cfg Config) *Dependency {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	cfg.Down = cmp.Or(cfg.Down, "redis unreachable; going on without it until it is back")
 	cfg.Up = cmp.Or(cfg.Up, "redis is back")
-	if cfg.DownLevel == 0 {
-		cfg.DownLevel = slog.LevelWarn
-	}
+	cfg.Closed = cmp.Or(cfg.Closed, "redis unreachable; refusing until it is back (fail closed)")
 	if cfg.Cooldown == 0 {
 		cfg.Cooldown = CooldownDefault
 	}
@@ -121,45 +122,39 @@ func New(cfg Config) *Dependency {
 // Resting reports whether Redis failed less than the cooldown ago: the
 // caller goes without it (and calls Fallback) rather than ask it.
 func (d *Dependency) Resting() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.down && d.cfg.Now().Before(d.until)
+	return d.down.Load() && d.cfg.Now().UnixNano() < d.until.Load()
 }
 
 // Down reports whether Redis failed and has not answered since.
-func (d *Dependency) Down() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.down
+func (d *Dependency) Down() bool { return d.down.Load() }
+
+// Failed records a failure of Redis; the first after an answer is logged,
+// with attrs after the component and the error, and sets
+// fairq_redis_degraded. It reports whether it was the first.
+func (d *Dependency) Failed(ctx context.Context, err error, attrs ...slog.Attr) bool {
+	d.until.Store(d.cfg.Now().Add(d.cfg.Cooldown).UnixNano())
+	if d.down.Swap(true) {
+		return false
+	}
+	d.degraded.Set(1)
+	level, line := slog.LevelWarn, d.cfg.Down
+	if d.cfg.FailClosed {
+		level, line = slog.LevelError, d.cfg.Closed
+	}
+	d.cfg.Logger.LogAttrs(ctx, level, line, append([]slog.Attr{slog.String("component", d.cfg.Component), slog.Any("err", err)}, attrs...)...)
+	return true
 }
 
-// Failed records a failure of Redis; the first after an answer is logged
-// and sets fairq_redis_degraded. It reports whether it was the first.
-func (d *Dependency) Failed(ctx context.Context, err error) bool {
-	d.mu.Lock()
-	first := !d.down
-	d.down = true
-	d.until = d.cfg.Now().Add(d.cfg.Cooldown)
-	d.mu.Unlock()
-	if first {
-		d.degraded.Set(1)
-		d.cfg.Logger.LogAttrs(ctx, d.cfg.DownLevel, d.cfg.Down, slog.String("component", d.cfg.Component), slog.Any("err", err))
+// OK records an answer of Redis; the first after a failure is logged,
+// with attrs after the component, and clears fairq_redis_degraded. It
+// reports whether Redis was down.
+func (d *Dependency) OK(ctx context.Context, attrs ...slog.Attr) bool {
+	if !d.down.Load() || !d.down.Swap(false) {
+		return false
 	}
-	return first
-}
-
-// OK records an answer of Redis; the first after a failure is logged and
-// clears fairq_redis_degraded. It reports whether Redis was down.
-func (d *Dependency) OK(ctx context.Context) bool {
-	d.mu.Lock()
-	was := d.down
-	d.down = false
-	d.mu.Unlock()
-	if was {
-		d.degraded.Set(0)
-		d.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, d.cfg.Up, slog.String("component", d.cfg.Component))
-	}
-	return was
+	d.degraded.Set(0)
+	d.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, d.cfg.Up, append([]slog.Attr{slog.String("component", d.cfg.Component)}, attrs...)...)
+	return true
 }
 
 // Fallback counts an answer given without Redis.

@@ -99,3 +99,61 @@ func TestMetricsRegisterOnce(t *testing.T) {
 		t.Error("second NewMetrics on one registry: no error")
 	}
 }
+
+// TestTransitionAttrs: the attributes given with a transition follow the
+// component (and the error) in its log line; answers while up log
+// nothing.
+func TestTransitionAttrs(t *testing.T) {
+	var log bytes.Buffer
+	d := degrade.New(degrade.Config{Component: "fleet", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	ctx := context.Background()
+	d.OK(ctx, slog.Int("fleet_size", 9))
+	d.Failed(ctx, errors.New("refused"), slog.Int("fleet_size", 3))
+	d.OK(ctx, slog.Int("fleet_size", 4))
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want the failure and the recovery:\n%s", len(lines), log.String())
+	}
+	for i, want := range []string{"component=fleet err=refused fleet_size=3", "component=fleet fleet_size=4"} {
+		if !strings.HasSuffix(lines[i], want) {
+			t.Errorf("line %d: %q, want it to end with %q", i, lines[i], want)
+		}
+	}
+}
+
+// BenchmarkUp is what a dependency costs every request while Redis is up.
+func BenchmarkUp(b *testing.B) {
+	d := degrade.New(degrade.Config{Component: "bench"})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !d.Resting() {
+				d.OK(ctx)
+			}
+		}
+	})
+}
+
+// TestFailClosedLine: a component that refuses without Redis says so at
+// Error, with its Closed line (or the default one) instead of Down.
+func TestFailClosedLine(t *testing.T) {
+	for _, tt := range []struct {
+		closed   bool
+		line     string
+		wantLine string
+		level    string
+	}{
+		{false, "", "going local", "level=WARN"},
+		{true, "", "redis unreachable; refusing until it is back (fail closed)", "level=ERROR"},
+		{true, "refusing slots", "refusing slots", "level=ERROR"},
+	} {
+		var log bytes.Buffer
+		d := degrade.New(degrade.Config{Component: "c", Logger: slog.New(slog.NewTextHandler(&log, nil)),
+			Down: "going local", FailClosed: tt.closed, Closed: tt.line})
+		d.Failed(context.Background(), errors.New("refused"))
+		if got := log.String(); !strings.Contains(got, tt.level) || !strings.Contains(got, `msg="`+tt.wantLine+`"`) {
+			t.Errorf("closed %v, Closed %q: logged %q, want %s and %q", tt.closed, tt.line, got, tt.level, tt.wantLine)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func TestSystemConfigYAML(t *testing.T) {
 			if err != nil {
 				t.Fatalf("fairq rejects the generated configuration: %v\n%s", err, c.yaml())
 			}
-			d := cfg.Resolve(config.Limits{})
+			d := tenant.Resolve(cfg.Defaults, tenant.Limits{})
 			got := want{cfg.Pool.Queues, cfg.Pool.ShardSize, d.ProcessRate, d.Concurrency, cfg.Worker.BacklogAge}
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("mode settings (-want +got):\n%s", diff)

@@ -53,7 +53,7 @@ func TestGenerate(t *testing.T) {
 	if roles["quiet"] != quietTenants || roles["noisy"] != 1 {
 		t.Errorf("roles %v, want %d quiet and 1 noisy", roles, quietTenants)
 	}
-	if l := cfg.Resolve(config.Limits{}); l.IngestRate != ingestRate || l.IngestBurst != ingestBurst {
+	if l := tenant.Resolve(cfg.Defaults, tenant.Limits{}); l.IngestRate != ingestRate || l.IngestBurst != ingestBurst {
 		t.Errorf("ingest %v/%d, want %d/%d", l.IngestRate, l.IngestBurst, ingestRate, ingestBurst)
 	}
 }
