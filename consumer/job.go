@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairq/fairq/dedupe"
+	"github.com/fairq/fairq/parking"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -129,10 +130,67 @@ func (j *job) divert(v Verdict) bool {
 		j.spill(cmp.Or(w.cfg.Names.Backlog, d.queue), v.Delay, v.Reason)
 	case Drop:
 		j.drop(v.Reason)
+	case Park:
+		j.park()
 	default:
+		if d.parkedFirst {
+			// A parked copy whose tenant was resumed before it was
+			// parked: this receive was no attempt; an ordinary copy goes
+			// on in its place, so that its receives count.
+			if v.Done != nil {
+				v.Done()
+			}
+			j.move(d.queue, 0, d.attempts(), "", time.Time{}, nil, nil)
+			return true
+		}
 		return false
 	}
 	return true
+}
+
+// reasonPaused labels the moves of paused tenants' messages in
+// fairq_worker_spilled_total.
+const reasonPaused = "paused"
+
+// parkUnrecorded is how long a parked message stays invisible when the
+// Lot could not record it, and no resume could wake it: it comes back
+// then to look again.
+const parkUnrecorded = time.Minute
+
+// park holds a message of a paused tenant without running it (package
+// parking). A message is first moved to the overflow queue as a parked
+// copy, so that its receive count starts again and this delivery is not
+// counted; that copy's first receive records it in the Lot and makes it
+// invisible for ParkFor, until a resume wakes it. Without a Lot, or an
+// overflow queue, the message waits out SQS's longest delay and comes back
+// to look again.
+func (j *job) park() {
+	w, d := j.w, j.d
+	if w.cfg.Parking == nil || w.cfg.Names.Overflow == "" {
+		j.spill(cmp.Or(w.cfg.Names.Overflow, d.queue), queue.MaxDelay, reasonPaused)
+		return
+	}
+	if !d.parkedFirst || d.queue != w.cfg.Names.Overflow {
+		carried := d.attempts() - 1 // this delivery is not counted
+		if d.parkedFirst {
+			carried = d.attempts() // already left out
+		}
+		j.moveCopy(w.cfg.Names.Overflow, 0, carried, "", time.Time{}, true, func() {
+			w.metrics.spilled.WithLabelValues(reasonPaused).Inc()
+		}, nil)
+		return
+	}
+	now := w.cfg.NowFunc()
+	// Never past SQS's 12 hours from the receive.
+	until := now.Add(min(w.cfg.ParkFor, j.f.received.Add(queue.MaxVisibility-time.Minute).Sub(now)))
+	ctx, cancel := j.ioContext()
+	err := w.cfg.Parking.Park(ctx, d.msg.Tenant, parking.Spot{Queue: d.queue, Handle: j.f.handle, Until: until.UnixMilli()})
+	cancel()
+	if err != nil {
+		w.log.Warn("parked message not recorded: it comes back in a minute to look again", "tenant", d.msg.Tenant, "id", d.msg.ID, "err", err)
+		until = now.Add(parkUnrecorded)
+	}
+	j.later(until.Sub(now), outcomeParked)
 }
 
 // dedupeTimeout bounds a call to the Deduper on a job's path.
@@ -277,7 +335,11 @@ func (j *job) drop(reason string) {
 		if failure(entryErr, callErr) != nil {
 			return
 		}
-		j.w.metrics.processed.WithLabelValues(outcomeDropped).Inc()
+		outcome := outcomeDropped
+		if reason == ReasonPurged {
+			outcome = outcomePurged
+		}
+		j.w.metrics.processed.WithLabelValues(outcome).Inc()
 		j.end()
 	})
 }
@@ -395,9 +457,14 @@ func (j *job) spill(dest string, delay time.Duration, reason string) {
 // it is and comes back after its visibility timeout; if the delete fails,
 // it is in both queues. sent and then may be nil.
 func (j *job) move(dest string, delay time.Duration, attempts int, lastErr string, notBefore time.Time, sent, then func()) {
+	j.moveCopy(dest, delay, attempts, lastErr, notBefore, false, sent, then)
+}
+
+// moveCopy is move, the copy marked parked or not.
+func (j *job) moveCopy(dest string, delay time.Duration, attempts int, lastErr string, notBefore time.Time, parked bool, sent, then func()) {
 	w := j.w
 	w.hb.remove(j.f)
-	e := queue.Entry{Body: j.d.raw.Body, Attributes: j.d.moved(attempts, lastErr, notBefore), Delay: delay}
+	e := queue.Entry{Body: j.d.raw.Body, Attributes: j.d.moved(attempts, lastErr, notBefore, parked), Delay: delay}
 	w.sends.add(dest, e, func(entryErr, callErr error) {
 		err := failure(entryErr, callErr)
 		if errors.Is(err, queue.ErrTooLarge) && (lastErr != "" || !notBefore.IsZero()) {
@@ -405,7 +472,7 @@ func (j *job) move(dest string, delay time.Duration, attempts int, lastErr strin
 			// it without, here (at shutdown the batcher runs this
 			// while it takes no more entries). Without its NotBefore, a
 			// message comes back after the delay and runs early.
-			e.Attributes = j.d.moved(attempts, "", time.Time{})
+			e.Attributes = j.d.moved(attempts, "", time.Time{}, parked)
 			ctx, cancel := j.ioContext()
 			errs, serr := w.sendBatch(ctx, dest, []queue.Entry{e})
 			cancel()

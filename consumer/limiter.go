@@ -7,6 +7,7 @@ import (
 
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/dedupe"
+	"github.com/fairq/fairq/parking"
 )
 
 // Action is what the worker does with a received message.
@@ -30,9 +31,18 @@ const (
 	ToBacklog
 	// Drop deletes it unprocessed, counted as dropped
 	// (fairq_worker_processed_total{outcome="dropped"}): a message past
-	// its drop age. The tenant's backlog goes down.
+	// its drop age; with Reason ReasonPurged, counted as purged: a message
+	// enqueued before its tenant's purge instant. The tenant's backlog
+	// goes down.
 	Drop
+	// Park holds it unstarted while its tenant is paused (package
+	// parking), without counting a delivery: it waits in flight on the
+	// overflow queue until the tenant is resumed.
+	Park
 )
+
+// ReasonPurged is the Reason of a Drop for a purged message.
+const ReasonPurged = "purged"
 
 func (a Action) String() string {
 	switch a {
@@ -44,6 +54,8 @@ func (a Action) String() string {
 		return "backlog"
 	case Drop:
 		return "drop"
+	case Park:
+		return "park"
 	}
 	return fmt.Sprintf("Action(%d)", int(a))
 }
@@ -102,4 +114,15 @@ type Deduper interface {
 var (
 	_ Deduper = (*dedupe.Memory)(nil)
 	_ Deduper = (*dedupe.Redis)(nil)
+)
+
+// Parker records parked messages (parking.Memory, parking.Redis), so that
+// a worker can wake them when their tenant is resumed.
+type Parker interface {
+	Park(ctx context.Context, tenant string, s parking.Spot) error
+}
+
+var (
+	_ Parker = (*parking.Memory)(nil)
+	_ Parker = (*parking.Redis)(nil)
 )

@@ -62,6 +62,10 @@ type delivery struct {
 	meta  envelope.Meta // decoded fairq-meta, or one made from SentAt
 	msg   Message
 	task  bool
+	// parkedFirst marks the first receive of a parked copy, which is no
+	// delivery attempt: the copy is parked, or, if its tenant was resumed
+	// meanwhile, sent on as an ordinary copy.
+	parkedFirst bool
 }
 
 // newDelivery decodes a received message. A message without a valid
@@ -86,6 +90,12 @@ func newDelivery(queueName string, m queue.Message) *delivery {
 		EnqueuedAt:      meta.Enqueued(),
 		FirstReceivedAt: m.FirstReceivedAt,
 		ReceiveCount:    meta.Attempts + m.ReceiveCount,
+	}
+	if meta.Parked {
+		// A parked copy's first receive only parked it (package
+		// parking): no delivery of the message.
+		d.msg.ReceiveCount--
+		d.parkedFirst = m.ReceiveCount <= 1
 	}
 	if first := meta.FirstReceived(); !first.IsZero() {
 		d.msg.FirstReceivedAt = first
@@ -118,9 +128,9 @@ func (d *delivery) attempts() int { return d.msg.ReceiveCount }
 
 // moved returns the attributes of a copy of the message for another queue
 // (or the same queue again), whose fairq-meta carries attempts earlier
-// deliveries, lastErr and notBefore (the zero time: none); the other
-// attributes are kept as they are.
-func (d *delivery) moved(attempts int, lastErr string, notBefore time.Time) map[string]string {
+// deliveries, lastErr and notBefore (the zero time: none), marked parked
+// if it is a parked copy; the other attributes are kept as they are.
+func (d *delivery) moved(attempts int, lastErr string, notBefore time.Time, parked bool) map[string]string {
 	attrs := make(map[string]string, len(d.raw.Attributes)+1)
 	for k, v := range d.raw.Attributes {
 		attrs[k] = v
@@ -146,6 +156,7 @@ func (d *delivery) moved(attempts int, lastErr string, notBefore time.Time) map[
 	if !notBefore.IsZero() {
 		meta.NotBefore = notBefore.UnixMilli()
 	}
+	meta.Parked = parked
 	attrs[envelope.AttrMeta] = meta.Encode()
 	return attrs
 }

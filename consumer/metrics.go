@@ -15,6 +15,8 @@ const (
 	outcomeDropped      = "dropped"       // deleted unprocessed (drop_age or Limiter)
 	outcomeReleased     = "released"      // given back at shutdown
 	outcomeDuplicate    = "duplicate"     // a copy of a message that ran; deleted without a push
+	outcomePurged       = "purged"        // enqueued before its tenant's purge instant; deleted unseen
+	outcomeParked       = "parked"        // its tenant is paused: held in flight until resumed
 )
 
 // metrics are the worker's Prometheus collectors. Labels are bounded: queue
@@ -56,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"queue"}),
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fairq_worker_processed_total",
-			Help: "Messages whose delivery ended, by outcome: success, retry, retry_after, dead_lettered, dropped, released, duplicate.",
+			Help: "Messages whose delivery ended, by outcome: success, retry, retry_after, dead_lettered, dropped, released, duplicate, purged, parked.",
 		}, []string{"outcome"}),
 		spilled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fairq_worker_spilled_total",

@@ -27,6 +27,7 @@ const (
 	BatchWindowDefault            = 20 * time.Millisecond
 	ReceiveWindowDefault          = 50 * time.Millisecond
 	BackoffBaseDefault            = time.Second
+	ParkForDefault                = time.Hour
 )
 
 // Sentinel errors.
@@ -87,6 +88,13 @@ type Config struct {
 	// leases are renewed by the heartbeat. A claim that fails (Redis
 	// unreachable) runs the message: delivery stays at least once.
 	Dedupe Deduper
+	// Parking, if not nil, records the messages of paused tenants that the
+	// worker parks (Verdict Park), so that a parking.Waker can wake them
+	// at a resume; without it they wait out SQS's longest delay in turn.
+	Parking Parker
+	// ParkFor is how long a parked message stays invisible unless woken;
+	// zero uses ParkForDefault.
+	ParkFor time.Duration
 	// Backlog is told when a message ends (see Backlog); nil keeps no
 	// counts.
 	Backlog Backlog
@@ -138,6 +146,7 @@ func (c Config) withDefaults() Config {
 	c.BatchWindow = cmp.Or(c.BatchWindow, BatchWindowDefault)
 	c.ReceiveWindow = cmp.Or(c.ReceiveWindow, ReceiveWindowDefault)
 	c.BackoffBase = cmp.Or(c.BackoffBase, BackoffBaseDefault)
+	c.ParkFor = cmp.Or(c.ParkFor, ParkForDefault)
 	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, c.VisibilityTimeout/3)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.Backlog == nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -49,6 +50,10 @@ type Meta struct {
 	// message, on whichever queue: kept across moves, whose copies SQS
 	// counts as new messages. Zero until the first move.
 	FirstReceivedAt int64 `json:"f,omitempty"`
+	// Parked marks a copy made while its tenant was paused (package
+	// parking): its first receive only parks it, so it is no delivery
+	// attempt, and its attempts count one receive fewer.
+	Parked bool `json:"p,omitempty"`
 }
 
 // FirstReceived returns FirstReceivedAt as a time; the zero time when
@@ -101,6 +106,9 @@ func (m Meta) AppendEncode(b []byte) []byte {
 	if m.FirstReceivedAt != 0 {
 		b = append(b, `,"f":`...)
 		b = strconv.AppendInt(b, m.FirstReceivedAt, 10)
+	}
+	if m.Parked {
+		b = append(b, `,"p":true`...)
 	}
 	return append(b, '}')
 }
@@ -183,7 +191,7 @@ func decodeFast(s string) (Meta, bool) {
 		return m, false
 	}
 	s = s[1 : len(s)-1]
-	var seen [9]bool
+	var seen [10]bool
 	for first := true; s != ""; first = false {
 		if !first {
 			if s[0] != ',' {
@@ -203,6 +211,15 @@ func decodeFast(s string) (Meta, bool) {
 		}
 		seen[idx] = true
 		switch key {
+		case 'p':
+			switch {
+			case strings.HasPrefix(s, "true"):
+				m.Parked, s = true, s[4:]
+			case strings.HasPrefix(s, "false"):
+				m.Parked, s = false, s[5:]
+			default:
+				return m, false
+			}
 		case 't', 'a', 'n', 'f':
 			end := 0
 			for end < len(s) && (s[end] == '-' || s[end] >= '0' && s[end] <= '9') {
@@ -269,6 +286,8 @@ func keyIndex(k byte) int {
 		return 7
 	case 'f':
 		return 8
+	case 'p':
+		return 9
 	}
 	return -1
 }

@@ -18,7 +18,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	}{
 		{"zero", Meta{}},
 		{"time only", Meta{EnqueuedAt: 1795256386120}},
-		{"all fields", Meta{EnqueuedAt: 1, ID: "0190b3c4-7a1e-7c3d-9f00-5a6b7c8d9e0f", Attempts: 3, RequestID: "req-1", IdempotencyKey: "order-42", Origin: "fairq-live-03", LastError: "status 500", NotBefore: 1795256387120, FirstReceivedAt: 1795256386200}},
+		{"all fields", Meta{EnqueuedAt: 1, ID: "0190b3c4-7a1e-7c3d-9f00-5a6b7c8d9e0f", Attempts: 3, RequestID: "req-1", IdempotencyKey: "order-42", Origin: "fairq-live-03", LastError: "status 500", NotBefore: 1795256387120, FirstReceivedAt: 1795256386200, Parked: true}},
 		{"not before only", Meta{NotBefore: 9}},
 		{"negative", Meta{EnqueuedAt: -5, Attempts: -1, NotBefore: -7}},
 		{"escapes", Meta{LastError: "\"quoted\" \\ back\nslash\t\x01", RequestID: "ünï©ødé 🚀"}},
@@ -62,6 +62,9 @@ func TestDecode(t *testing.T) {
 	}{
 		{name: "encoded", in: `{"t":17,"i":"id-1","a":2,"r":"r1","k":"k1","q":"fairq-live-00","e":"boom","n":1795256387120,"f":18}`,
 			want: Meta{EnqueuedAt: 17, ID: "id-1", Attempts: 2, RequestID: "r1", IdempotencyKey: "k1", Origin: "fairq-live-00", LastError: "boom", NotBefore: 1795256387120, FirstReceivedAt: 18}},
+		{name: "parked", in: `{"t":17,"a":1,"p":true}`, want: Meta{EnqueuedAt: 17, Attempts: 1, Parked: true}},
+		{name: "parked false", in: `{"t":17,"p":false}`, want: Meta{EnqueuedAt: 17}},
+		{name: "parked not a boolean", in: `{"t":17,"p":1}`, wantErr: true},
 		{name: "written before ids existed", in: `{"t":17,"a":2,"q":"fairq-live-00"}`, want: Meta{EnqueuedAt: 17, Attempts: 2, Origin: "fairq-live-00"}},
 		{name: "written before not-before existed", in: `{"t":17,"a":2}`, want: Meta{EnqueuedAt: 17, Attempts: 2}},
 		{name: "not before first", in: `{"n":5,"t":1}`, want: Meta{EnqueuedAt: 1, NotBefore: 5}},
@@ -176,7 +179,7 @@ func FuzzEncode(f *testing.F) {
 	f.Add(int64(1795256386120), "0190b3c4-7a1e-7c3d-9f00-5a6b7c8d9e0f", 1, "req", "key", "fairq-live-00", "status 500\n", int64(0), int64(1795256386200))
 	f.Add(int64(-1), "", 0, "\xff\u2028", "", "", "\"\\", int64(1795256387120), int64(-3))
 	f.Fuzz(func(t *testing.T, at int64, id string, attempts int, r, k, q, e string, notBefore, firstReceived int64) {
-		m := Meta{EnqueuedAt: at, ID: id, Attempts: attempts, RequestID: r, IdempotencyKey: k, Origin: q, LastError: e, NotBefore: notBefore, FirstReceivedAt: firstReceived}
+		m := Meta{EnqueuedAt: at, ID: id, Attempts: attempts, RequestID: r, IdempotencyKey: k, Origin: q, LastError: e, NotBefore: notBefore, FirstReceivedAt: firstReceived, Parked: at%2 == 0}
 		want, err := marshalNoHTML(m)
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,7 +55,7 @@ func (s *Server) adminOnly(next http.Handler) http.Handler {
 	})
 }
 
-var limitFields = []string{"ingest_rate", "ingest_burst", "process_rate", "process_burst", "concurrency", "soft_backlog", "max_backlog"}
+var limitFields = []string{"ingest_rate", "ingest_burst", "process_rate", "process_burst", "concurrency", "soft_backlog", "max_backlog", "drop_age"}
 
 type keyJSON struct {
 	KeyID     string `json:"key_id"`
@@ -67,7 +69,17 @@ type tenantJSON struct {
 	Overrides tenant.Limits `json:"overrides"` // set by the tenant itself
 	Keys      []keyJSON     `json:"keys"`
 	Source    string        `json:"source"` // "config" or "admin"
+	// State is "active" or "paused".
+	State        string  `json:"state"`
+	PauseIngest  bool    `json:"pause_ingest"`
+	PurgedBefore *string `json:"purged_before"` // null: never purged
 }
+
+// Tenant states as the admin API shows them.
+const (
+	stateActive = "active"
+	statePaused = "paused"
+)
 
 func tenantOf(t tenant.Tenant) tenantJSON {
 	out := tenantJSON{
@@ -76,9 +88,17 @@ func tenantOf(t tenant.Tenant) tenantJSON {
 		Overrides: t.Overrides,
 		Keys:      make([]keyJSON, 0, len(t.Keys)),
 		Source:    "admin",
+		State:     stateActive,
 	}
 	if t.FromConfig {
 		out.Source = "config"
+	}
+	if t.Paused {
+		out.State, out.PauseIngest = statePaused, t.PauseIngest
+	}
+	if !t.PurgedBefore.IsZero() {
+		v := formatTime(t.PurgedBefore)
+		out.PurgedBefore = &v
 	}
 	for _, k := range t.Keys {
 		kj := keyJSON{KeyID: k.ID}
@@ -97,6 +117,9 @@ func (s *Server) adminRoutes(r chi.Router) {
 	r.Get("/tenants/{id}", s.handleGetTenant)
 	r.Put("/tenants/{id}", s.handlePutTenant)
 	r.Delete("/tenants/{id}", s.handleDeleteTenant)
+	r.Post("/tenants/{id}/pause", s.handlePause)
+	r.Post("/tenants/{id}/resume", s.handleResume)
+	r.Post("/tenants/{id}/purge", s.handlePurge)
 	r.Post("/tenants/{id}/keys", s.handleIssueKey)
 	r.Delete("/tenants/{id}/keys/{key_id}", s.handleRevokeKey)
 	r.Get("/queues", s.handleQueues)
@@ -177,14 +200,124 @@ func decodeLimits(w http.ResponseWriter, r *http.Request) (tenant.Limits, error)
 	return l, nil
 }
 
+// handleDeleteTenant deletes a tenant; with ?purge=true its messages
+// still on the queues are deleted unseen too (a purge instant, now).
 func (s *Server) handleDeleteTenant(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	if err := s.cfg.Tenants.Delete(r.Context(), id); err != nil {
+	purge, err := boolQuery(r, "purge")
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.log.InfoContext(r.Context(), "tenant deleted through the admin API", "tenant", id, "request_id", requestID(r.Context()))
-	w.WriteHeader(http.StatusNoContent)
+	at, err := s.cfg.Tenants.Delete(r.Context(), id, purge)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "tenant deleted through the admin API", "tenant", id, "purge", purge, "request_id", requestID(r.Context()))
+	if !purge {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, purgeJSON{Tenant: id, PurgedBefore: formatTime(at)})
+}
+
+type purgeJSON struct {
+	Tenant       string `json:"tenant"`
+	PurgedBefore string `json:"purged_before"`
+}
+
+// handlePause serves POST /admin/v1/tenants/{id}/pause: body
+// {"pause_ingest"?: bool}, or none.
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	var body struct {
+		PauseIngest bool `json:"pause_ingest"`
+	}
+	if err := decodeOptionalBody(w, r, &body, "pause_ingest"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := s.cfg.Tenants.Pause(r.Context(), id, body.PauseIngest)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "tenant paused through the admin API", "tenant", id, "pause_ingest", body.PauseIngest, "request_id", requestID(r.Context()))
+	writeJSON(w, http.StatusOK, tenantOf(t))
+}
+
+// handleResume serves POST /admin/v1/tenants/{id}/resume.
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := decodeOptionalBody(w, r, &struct{}{}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := s.cfg.Tenants.Resume(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "tenant resumed through the admin API", "tenant", id, "request_id", requestID(r.Context()))
+	writeJSON(w, http.StatusOK, tenantOf(t))
+}
+
+// handlePurge serves POST /admin/v1/tenants/{id}/purge.
+func (s *Server) handlePurge(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := decodeOptionalBody(w, r, &struct{}{}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	at, err := s.cfg.Tenants.Purge(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "tenant purged through the admin API", "tenant", id, "purged_before", at, "request_id", requestID(r.Context()))
+	writeJSON(w, http.StatusOK, purgeJSON{Tenant: id, PurgedBefore: formatTime(at)})
+}
+
+// decodeOptionalBody decodes a JSON object body, if the request has one,
+// into v, refusing fields other than those named.
+func decodeOptionalBody(w http.ResponseWriter, r *http.Request, v any, fields ...string) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	data, err := readSmallBody(w, r, maxAdminBody)
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+		return err
+	}
+	if err := checkJSONContent(r); err != nil {
+		return err
+	}
+	obj, err := decodeObject(data, "request body")
+	if err != nil {
+		return err
+	}
+	for name := range obj {
+		if !slices.Contains(fields, name) {
+			return errorf(CodeInvalidRequest, "unknown field %s", quoteName(name))
+		}
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return jsonError(err, "request body")
+	}
+	return nil
+}
+
+// boolQuery reads an optional boolean query parameter.
+func boolQuery(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, errorf(CodeInvalidRequest, "query parameter %s must be true or false, not %s", name, quoteName(v))
+	}
+	return b, nil
 }
 
 // handleIssueKey makes a new API key for a tenant and shows it this once.

@@ -95,9 +95,14 @@ func (s *Server) readMessage(w http.ResponseWriter, r *http.Request, t tenant.Te
 }
 
 // precheck refuses, before the body is read, a request that would be
-// refused anyway: its tenant was refused admission moments ago and no
-// token has come back since, or the queue backend is known to be down.
+// refused anyway: its tenant is paused with its ingest, or was refused
+// admission moments ago and no token has come back since, or the queue
+// backend is known to be down.
 func (s *Server) precheck(t tenant.Tenant) error {
+	if t.PauseIngest {
+		s.m.prechecked.WithLabelValues(string(CodeTenantPaused)).Inc()
+		return &Error{Code: CodeTenantPaused, Detail: "tenant " + t.ID + " is paused, new messages included, by an operator; retry once it is resumed"}
+	}
 	if err := s.refused.check(t.ID, s.cfg.Now()); err != nil {
 		s.m.prechecked.WithLabelValues(string(err.Code)).Inc()
 		return err

@@ -39,6 +39,9 @@ const (
 	// CodeIdempotencyKeyInProgress: a request with the same
 	// Idempotency-Key is still being processed (409).
 	CodeIdempotencyKeyInProgress Code = "idempotency_key_in_progress"
+	// CodeTenantPaused: an operator paused the tenant with its ingest
+	// (423).
+	CodeTenantPaused Code = "tenant_paused"
 )
 
 // ErrStopped is returned once the server is stopping.
@@ -133,6 +136,8 @@ func problemOf(err error) (status int, e *Error) {
 		return http.StatusUnprocessableEntity, e
 	case CodeIdempotencyKeyInProgress:
 		return http.StatusConflict, e
+	case CodeTenantPaused:
+		return http.StatusLocked, e
 	}
 	return http.StatusInternalServerError, e
 }

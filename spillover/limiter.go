@@ -22,6 +22,7 @@ const (
 	ReasonConcurrency = "concurrency" // concurrency messages of the tenant in progress
 	ReasonUnavailable = "unavailable" // the limits could not be checked (Redis down, failing closed)
 	ReasonAged        = "aged"        // past the backlog age (moved there) or the drop age (dropped)
+	ReasonPaused      = "paused"      // its tenant is paused: parked
 )
 
 // Defaults of Config.
@@ -33,6 +34,9 @@ const (
 // Tenants looks tenants up; *tenant.Registry is one.
 type Tenants interface {
 	Limits(id string) (tenant.Resolved, bool)
+	// StateOf returns a tenant's pause and purge instant; for a deleted
+	// tenant, the purge instant of its deletion.
+	StateOf(id string) (tenant.State, bool)
 }
 
 var _ Tenants = (*tenant.Registry)(nil)
@@ -172,6 +176,9 @@ func New(cfg Config) (*Limiter, error) {
 // delayed.
 func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verdict, error) {
 	id := m.Tenant
+	if v, ok := stateVerdict(l.tenantState(id), m.EnqueuedAt); ok {
+		return v, nil
+	}
 	lim, known := l.cfg.Tenants.Limits(id)
 	if !known {
 		lim = l.defaults
@@ -225,6 +232,29 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		took := end.Sub(start)
 		l.jobs.observe(id, took, end)
 	}}, nil
+}
+
+// tenantState returns the state of a tenant, none for a message without
+// one.
+func (l *Limiter) tenantState(id string) tenant.State {
+	if id == "" {
+		return tenant.State{}
+	}
+	st, _ := l.cfg.Tenants.StateOf(id)
+	return st
+}
+
+// stateVerdict decides on a message by what an operator set for its
+// tenant: enqueued before the tenant's purge instant, deleted unseen;
+// the tenant paused, parked. ok is false when the state decides nothing.
+func stateVerdict(st tenant.State, enqueued time.Time) (v consumer.Verdict, ok bool) {
+	switch {
+	case !st.PurgedBefore.IsZero() && enqueued.Before(st.PurgedBefore):
+		return consumer.Verdict{Action: consumer.Drop, Reason: consumer.ReasonPurged}, true
+	case st.Paused:
+		return consumer.Verdict{Action: consumer.Park, Reason: ReasonPaused}, true
+	}
+	return consumer.Verdict{}, false
 }
 
 // ageVerdict decides on a message by its age alone: past drop (its

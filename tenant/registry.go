@@ -89,6 +89,9 @@ type Registry struct {
 type snapshot struct {
 	version int64
 	tenants map[string]*Tenant
+	// purged holds the purge instants of deleted tenants, whose messages
+	// may still be on the queues.
+	purged  map[string]time.Time
 	byHash  map[[32]byte]*keyEntry
 	changed chan struct{} // closed when a newer snapshot replaces this one
 }
@@ -242,6 +245,7 @@ func (r *Registry) build(version int64, recs map[string]record, strict bool) (*s
 		version: version,
 		tenants: make(map[string]*Tenant, len(r.file)+len(recs)),
 		byHash:  make(map[[32]byte]*keyEntry),
+		purged:  make(map[string]time.Time),
 		changed: make(chan struct{}),
 	}
 	for id, ft := range r.file {
@@ -257,10 +261,13 @@ func (r *Registry) build(version int64, recs map[string]record, strict bool) (*s
 	}
 	for id, rec := range recs {
 		if rec.Deleted {
+			if rec.PurgedBefore != 0 {
+				s.purged[id] = time.UnixMilli(rec.PurgedBefore).UTC()
+			}
 			continue
 		}
 		l := rec.Limits
-		t := &Tenant{ID: id, Limits: Resolve(r.cfg.Defaults, l), Overrides: l}
+		t := &Tenant{ID: id, Limits: Resolve(r.cfg.Defaults, l), Overrides: l, State: rec.state()}
 		for _, k := range rec.Keys {
 			key := Key{ID: k.ID, Hash: k.Hash}
 			if k.Created != 0 {
@@ -343,6 +350,17 @@ func (r *Registry) List() []Tenant {
 	return out
 }
 
+// StateOf returns the state of a tenant: its pause and purge instant, or,
+// for a deleted tenant, the purge instant its deletion recorded (known is
+// false). The worker asks for every message: it copies nothing.
+func (r *Registry) StateOf(id string) (st State, known bool) {
+	s := r.snap.Load()
+	if t, ok := s.tenants[id]; ok {
+		return t.State, true
+	}
+	return State{PurgedBefore: s.purged[id]}, false
+}
+
 // Len returns the number of tenants.
 func (r *Registry) Len() int { return len(r.snap.Load().tenants) }
 
@@ -376,15 +394,62 @@ func (r *Registry) Put(ctx context.Context, id string, limits Limits) (t Tenant,
 	return t, created, nil
 }
 
-// Delete deletes a tenant and with it its keys.
-func (r *Registry) Delete(ctx context.Context, id string) error {
-	return r.update(ctx, id, func(rec *record, exists bool) error {
+// Delete deletes a tenant and with it its keys. With purge it also
+// records a purge instant, now, which it returns: the tenant's messages
+// still on the queues are deleted unseen, and never delivered.
+func (r *Registry) Delete(ctx context.Context, id string, purge bool) (time.Time, error) {
+	now := r.cfg.Now()
+	err := r.update(ctx, id, func(rec *record, exists bool) error {
 		if !exists {
 			return fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
-		*rec = record{Deleted: true}
+		purged := rec.PurgedBefore
+		if purge {
+			purged = now.UnixMilli()
+		}
+		*rec = record{Deleted: true, PurgedBefore: purged}
 		return nil
 	})
+	if err != nil || !purge {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(now.UnixMilli()).UTC(), nil
+}
+
+// Pause holds a tenant's messages unstarted until Resume; with ingest it
+// also refuses the tenant's new messages at the front door. It returns the
+// tenant as it is now.
+func (r *Registry) Pause(ctx context.Context, id string, ingest bool) (Tenant, error) {
+	return r.setState(ctx, id, func(rec *record) { rec.Paused, rec.PauseIngest = true, ingest })
+}
+
+// Resume lets a paused tenant's messages start again.
+func (r *Registry) Resume(ctx context.Context, id string) (Tenant, error) {
+	return r.setState(ctx, id, func(rec *record) { rec.Paused, rec.PauseIngest = false, false })
+}
+
+// Purge records a purge instant, now, which it returns: every message of
+// the tenant enqueued before it is deleted unseen by the worker that next
+// receives it.
+func (r *Registry) Purge(ctx context.Context, id string) (time.Time, error) {
+	now := time.UnixMilli(r.cfg.Now().UnixMilli()).UTC()
+	_, err := r.setState(ctx, id, func(rec *record) { rec.PurgedBefore = now.UnixMilli() })
+	return now, err
+}
+
+func (r *Registry) setState(ctx context.Context, id string, change func(rec *record)) (Tenant, error) {
+	err := r.update(ctx, id, func(rec *record, exists bool) error {
+		if !exists {
+			return fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		change(rec)
+		return nil
+	})
+	if err != nil {
+		return Tenant{}, err
+	}
+	t, _ := r.Get(id)
+	return t, nil
 }
 
 // IssueKey makes a new API key for a tenant and returns it with its id.
@@ -447,7 +512,9 @@ func (r *Registry) update(ctx context.Context, id string, change func(rec *recor
 			}
 		}
 		if cur.rev != 0 && cur.rec.Deleted {
-			rec = record{}
+			// Created again: the purge instant of the deletion stays, so
+			// that the old tenant's messages are not the new one's.
+			rec = record{PurgedBefore: cur.rec.PurgedBefore}
 		}
 		rec.Keys = slices.Clone(rec.Keys)
 		if err := change(&rec, exists); err != nil {

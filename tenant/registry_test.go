@@ -164,7 +164,7 @@ func testAdmin(t *testing.T, cfg tenant.Config) {
 	}
 
 	// Deleting a tenant of the file leaves it deleted.
-	if err := r.Delete(ctx, "globex"); err != nil {
+	if _, err := r.Delete(ctx, "globex", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := r.Get("globex"); ok {
@@ -174,8 +174,8 @@ func testAdmin(t *testing.T, cfg tenant.Config) {
 		t.Errorf("deleted tenant's key: %v", err)
 	}
 	for name, err := range map[string]error{
-		"delete again":      r.Delete(ctx, "globex"),
-		"delete unknown":    r.Delete(ctx, "nobody"),
+		"delete again":      func() error { _, err := r.Delete(ctx, "globex", false); return err }(),
+		"delete unknown":    func() error { _, err := r.Delete(ctx, "nobody", true); return err }(),
 		"issue for unknown": func() error { _, _, err := r.IssueKey(ctx, "globex"); return err }(),
 		"revoke of unknown": r.RevokeKey(ctx, "nobody", "0123456789abcdef"),
 	} {
@@ -258,7 +258,7 @@ func TestChangesReachOtherProcesses(t *testing.T) {
 	}
 
 	changed = b.Changed()
-	if err := a.Delete(ctx, "acme"); err != nil {
+	if _, err := a.Delete(ctx, "acme", false); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 )
 
 // record is what the admin API stores for a tenant; it wins over the
@@ -13,6 +14,15 @@ type record struct {
 	Keys    []keyRecord `json:"keys,omitempty"`
 	Deleted bool        `json:"deleted,omitempty"`
 	Updated int64       `json:"updated"` // unix ms
+	// Paused holds the tenant's messages unstarted; PauseIngest also
+	// refuses new ones at the front door.
+	Paused      bool `json:"paused,omitempty"`
+	PauseIngest bool `json:"pause_ingest,omitempty"`
+	// PurgedBefore, unix ms, deletes unseen the tenant's messages enqueued
+	// before it. A deleted tenant's record keeps it (a tombstone), so that
+	// its queued messages are deleted too, and a tenant created again
+	// under the same id does not get them back.
+	PurgedBefore int64 `json:"purged_before,omitempty"`
 }
 
 type keyRecord struct {
@@ -86,4 +96,13 @@ func (m *memStore) put(_ context.Context, id string, rev int64, rec record) (boo
 func encodeRecord(r record) string {
 	b, _ := json.Marshal(r) // cannot fail: strings, numbers, bools
 	return string(b)
+}
+
+// state is the record's State.
+func (r record) state() State {
+	st := State{Paused: r.Paused, PauseIngest: r.Paused && r.PauseIngest}
+	if r.PurgedBefore != 0 {
+		st.PurgedBefore = time.UnixMilli(r.PurgedBefore).UTC()
+	}
+	return st
 }

@@ -48,6 +48,21 @@ type Tenant struct {
 	// FromConfig is true while the tenant is as the configuration file
 	// defines it, false once the admin API created or changed it.
 	FromConfig bool
+	// State is what an operator set: paused, and the purge instant.
+	State
+}
+
+// State is the part of a tenant an operator acts on.
+type State struct {
+	// Paused: the tenant's messages are accepted but not started; they
+	// wait until Resume.
+	Paused bool
+	// PauseIngest: with Paused, the front door refuses the tenant's new
+	// messages too (tenant_paused).
+	PauseIngest bool
+	// PurgedBefore: the tenant's messages enqueued before it are deleted
+	// unseen by the worker that next receives them. Zero: none.
+	PurgedBefore time.Time
 }
 
 // Key is one API key of a tenant, as stored: never the key itself.

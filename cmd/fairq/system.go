@@ -21,6 +21,7 @@ import (
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/internal/degrade"
+	"github.com/fairq/fairq/parking"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/schedule"
 	"github.com/fairq/fairq/sharding"
@@ -81,6 +82,7 @@ type system struct {
 	gateway   *gateway.Server
 	worker    *consumer.Worker
 	scheduler *schedule.Scheduler // nil without worker.cron_file
+	waker     *parking.Waker      // wakes paused tenants' parked messages at a resume
 	push      *consumer.Push      // the worker's handler when it pushes over HTTP
 
 	// The worker's fleet-wide limits and autoscaling signals.
@@ -396,6 +398,10 @@ func (s *system) withWorker(h consumer.Handler) error {
 	if err != nil {
 		return err
 	}
+	lot, err := s.parkingLot()
+	if err != nil {
+		return err
+	}
 	s.worker, err = consumer.New(consumer.Config{
 		Backend:                s.backend,
 		Names:                  s.names,
@@ -407,6 +413,7 @@ func (s *system) withWorker(h consumer.Handler) error {
 		InactivityTimeout:      w.InactivityTimeout,
 		Limiter:                limiter,
 		Dedupe:                 s.deduper(),
+		Parking:                lot,
 		Backlog:                s.backlog,
 		ObserveFunc:            s.autoscaling.Observe,
 		Logger:                 s.logger,
@@ -437,6 +444,28 @@ func (s *system) withWorker(h consumer.Handler) error {
 		return fmt.Errorf("scheduler: %w", err)
 	}
 	return nil
+}
+
+// parkingLot returns where the worker records the messages of paused
+// tenants it parks (in Redis for the fleet, else in this process) and
+// makes the Waker that wakes them when their tenant is resumed.
+func (s *system) parkingLot() (parking.Lot, error) {
+	var lot parking.Lot = parking.NewMemory(nil)
+	if s.redis != nil {
+		// Kept a little longer than a message is parked.
+		r, err := parking.NewRedis(s.redis, s.keyPrefix(), consumer.ParkForDefault+time.Hour, nil)
+		if err != nil {
+			return nil, err
+		}
+		lot = r
+	}
+	paused := func(id string) bool {
+		st, _ := s.tenants.StateOf(id)
+		return st.Paused
+	}
+	var err error
+	s.waker, err = parking.NewWaker(parking.WakerConfig{Lot: lot, Backend: s.backend, PausedFunc: paused, Logger: s.logger, Registerer: s.registry})
+	return lot, err
 }
 
 // deduper returns the worker's memory of the messages it ran: in Redis for
@@ -499,7 +528,7 @@ func (s *system) Start(ctx context.Context) error {
 		if s.semaphore != nil {
 			parts = append(parts, s.semaphore)
 		}
-		parts = append(parts, s.autoscaling, s.worker)
+		parts = append(parts, s.autoscaling, s.worker, s.waker)
 	}
 	if s.scheduler != nil {
 		parts = append(parts, s.scheduler)
