@@ -17,6 +17,7 @@ import (
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/queue/queuetest"
 )
 
 // cpuTime returns the user plus system CPU time of the process.
@@ -125,7 +126,7 @@ func BenchmarkWorkerSQS(b *testing.B) {
 		b.Fatal(err)
 	}
 	names := queue.PoolNames(testenv.Prefix(b), 2)
-	createQueues(b, be, names)
+	queuetest.CreatePool(b, be, names)
 	requests := func() map[string]float64 {
 		mfs, err := reg.Gather()
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/deadletter"
 	"github.com/fairq/fairq/envelope"
 )
 
@@ -61,12 +62,12 @@ func testIdentityAcrossMoves(t *testing.T, kind string) {
 	stop(t, w) // the dead letter is sent before it returns
 
 	// Redrive it, then deliver it once more.
-	r, err := consumer.NewRedriver(consumer.RedriveConfig{Backend: b, Names: names, Picker: picker{}, Logger: discard})
+	dq, err := deadletter.New(deadletter.Config{Backend: b, Names: names, Picker: firstQueue{}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := r.Redrive(context.Background(), "", 0); err != nil || n != 1 {
-		t.Fatalf("Redrive = %d, %v; want the one dead letter moved", n, err)
+	if res, err := dq.Redrive(context.Background(), deadletter.Selection{}); err != nil || res.Moved != 1 {
+		t.Fatalf("Redrive = %+v, %v; want the one dead letter moved", res, err)
 	}
 	w = start(t, consumer.Config{Backend: b, Names: names, Handler: h})
 	fairq = append(fairq, recv(t, seen, time.Minute, "redriven delivery"))
@@ -125,3 +126,8 @@ func retryThenFail(id string, seen chan<- seenMessage) consumer.Handler {
 		return nil
 	})
 }
+
+// firstQueue picks the first live queue for every tenant.
+type firstQueue struct{}
+
+func (firstQueue) Pick(string) int { return 0 }

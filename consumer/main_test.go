@@ -12,48 +12,18 @@ import (
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/queue/queuetest"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
 
 // backends names the backends a test runs on.
-var backends = []string{"memory", "sqs"}
+var backends = queuetest.Kinds
 
-// setup returns a backend of the kind with the queues of a small pool
-// (two live queues) created, dead-letter queue first. The SQS kind is the
-// fauxqs emulator (skipped when it is not installed, unless
-// FAIRQ_REQUIRE_SERVICES=1).
+// setup returns a backend of the kind with the queues of a small pool.
 func setup(t testing.TB, kind string) (queue.Backend, queue.Names) {
 	t.Helper()
-	var b queue.Backend
-	prefix := "t"
-	switch kind {
-	case "memory":
-		b = queue.NewMemory(queue.MemoryConfig{})
-	case "sqs":
-		b = testenv.SQSBackend(t)
-		prefix = testenv.Prefix(t)
-	default:
-		t.Fatalf("unknown backend %q", kind)
-	}
-	names := queue.PoolNames(prefix, 2)
-	createQueues(t, b, names)
-	return b, names
-}
-
-func createQueues(t testing.TB, b queue.Backend, names queue.Names) {
-	t.Helper()
-	ctx := context.Background()
-	for _, name := range names.All() {
-		spec := queue.Spec{Name: name, VisibilityTimeout: 30 * time.Second}
-		if name != names.DLQ {
-			// Far above MaxRetries: the worker dead-letters first.
-			spec.DeadLetter, spec.MaxReceiveCount = names.DLQ, 100
-		}
-		if _, err := b.Create(ctx, spec); err != nil {
-			t.Fatalf("create %s: %v", name, err)
-		}
-	}
+	return queuetest.Pool(t, kind)
 }
 
 // msg is a message to send.
@@ -68,28 +38,7 @@ type msg struct {
 // send sends one message and returns its id.
 func send(t testing.TB, b consumer.Backend, q string, m msg) string {
 	t.Helper()
-	attrs := make(map[string]string, len(m.attrs)+2)
-	for k, v := range m.attrs {
-		attrs[k] = v
-	}
-	if m.tenant != "" {
-		attrs[envelope.AttrTenant] = m.tenant
-	}
-	if m.meta != nil {
-		attrs[envelope.AttrMeta] = m.meta.Encode()
-	}
-	body := m.body
-	if body == "" {
-		body = "{}"
-	}
-	res, err := b.Send(context.Background(), q, []queue.Entry{{ID: "1", Body: body, Attributes: attrs, Delay: m.delay}})
-	if err == nil {
-		err = res[0].Err
-	}
-	if err != nil {
-		t.Fatalf("send to %s: %v", q, err)
-	}
-	return res[0].MessageID
+	return queuetest.Put(t, b, q, queuetest.Msg{Body: m.body, Tenant: m.tenant, Meta: m.meta, Attrs: m.attrs, Delay: m.delay})
 }
 
 // start starts a worker and stops it (gracefully, 10 s) when the test ends.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/queue/queuetest"
 )
 
 // held returns the messages in flight on every queue of names.
@@ -255,7 +256,7 @@ func TestBacklogDrainsUnderLiveLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := queue.NewMemory(queue.MemoryConfig{})
 		names := queue.PoolNames("t", 3) // the third gets no message
-		createQueues(t, b, names)
+		queuetest.CreatePool(t, b, names)
 		const old = 40
 		for range old {
 			send(t, b, names.Backlog, msg{body: "old"})
@@ -319,7 +320,7 @@ func TestFewSlotsManyQueues(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := queue.NewMemory(queue.MemoryConfig{})
 				names := queue.PoolNames("t", 8)
-				createQueues(t, b, names)
+				queuetest.CreatePool(t, b, names)
 				const total = 2000
 				for i := range total {
 					send(t, b, names.Live[i%2], msg{body: "x"})

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -123,6 +122,8 @@ func (s *Server) adminRoutes(r chi.Router) {
 	r.Post("/tenants/{id}/keys", s.handleIssueKey)
 	r.Delete("/tenants/{id}/keys/{key_id}", s.handleRevokeKey)
 	r.Get("/queues", s.handleQueues)
+	r.Get("/dlq", s.handlePeek)
+	r.Delete("/dlq", s.handlePurgeDLQ)
 	r.Post("/dlq/redrive", s.handleRedrive)
 }
 
@@ -382,45 +383,9 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 }
 
 type redriveRequest struct {
-	Tenant string `json:"tenant"`
-	Max    int    `json:"max"`
-}
-
-// handleRedrive moves dead letters back to the live queues, all of them or
-// a tenant's, at most max (0: all). Without a Redriver it answers 503.
-func (s *Server) handleRedrive(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Redriver == nil {
-		// Configuration, not load: a retry an hour later fares no better,
-		// but 503 carries Retry-After by contract.
-		s.writeError(w, r, &Error{Code: CodeUnavailable, RetryAfter: time.Hour, Detail: "redrive is not configured on this gateway; run `fairq dlq redrive`"})
-		return
-	}
-	var req redriveRequest
-	if r.ContentLength != 0 {
-		if err := checkJSONContent(r); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		data, err := readSmallBody(w, r, maxAdminBody)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if len(strings.TrimSpace(string(data))) > 0 {
-			if err := decodeRedrive(data, &req); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-		}
-	}
-	start := time.Now()
-	moved, err := s.cfg.Redriver.Redrive(r.Context(), req.Tenant, req.Max)
-	if err != nil {
-		s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: fmt.Sprintf("redrive stopped after moving %d: retry", moved), RetryAfter: time.Second, Err: err})
-		return
-	}
-	s.log.InfoContext(r.Context(), "dead letters redriven", "tenant", req.Tenant, "moved", moved, "took", time.Since(start), "request_id", requestID(r.Context()))
-	writeJSON(w, http.StatusOK, map[string]int{"moved": moved})
+	Tenant string   `json:"tenant"`
+	Max    int      `json:"max"`
+	IDs    []string `json:"ids"`
 }
 
 func decodeRedrive(data []byte, req *redriveRequest) error {
@@ -440,6 +405,10 @@ func decodeRedrive(data []byte, req *redriveRequest) error {
 		case "max":
 			if !isJSONNull(raw) && (json.Unmarshal(raw, &req.Max) != nil || req.Max < 0) {
 				return errorf(CodeInvalidRequest, "max must be a whole number, 0 or more (0: all)")
+			}
+		case "ids":
+			if !isJSONNull(raw) && (raw[0] != '[' || json.Unmarshal(raw, &req.IDs) != nil || len(req.IDs) > maxRedriveIDs) {
+				return errorf(CodeInvalidRequest, "ids must be an array of at most %d message ids", maxRedriveIDs)
 			}
 		default:
 			return errorf(CodeInvalidRequest, "unknown field %s", quoteName(name))

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,20 +17,6 @@ import (
 )
 
 const adminToken = "the-admin-token"
-
-// fakeRedriver records its calls.
-type fakeRedriver struct {
-	mu    sync.Mutex
-	calls []string
-	err   error
-}
-
-func (r *fakeRedriver) Redrive(_ context.Context, tenant string, max int) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, tenant+"/"+strings.Repeat("x", max))
-	return 7, r.err
-}
 
 func withAdmin(c *gateway.Config) {
 	c.AdminTokenSHA256 = strings.TrimPrefix(tenant.HashKey(adminToken), "sha256:")
@@ -67,6 +52,7 @@ func TestAdminAuth(t *testing.T) {
 			{"GET", "/admin/v1/tenants"}, {"GET", "/admin/v1/tenants/acme"}, {"PUT", "/admin/v1/tenants/acme"},
 			{"DELETE", "/admin/v1/tenants/acme"}, {"POST", "/admin/v1/tenants/acme/keys"},
 			{"DELETE", "/admin/v1/tenants/acme/keys/0123456789abcdef"}, {"GET", "/admin/v1/queues"}, {"POST", "/admin/v1/dlq/redrive"},
+			{"GET", "/admin/v1/dlq"}, {"DELETE", "/admin/v1/dlq"},
 		} {
 			if tt.wantCode == 200 && route.method != "GET" {
 				continue // would change things
@@ -181,7 +167,7 @@ func TestAdminTenants(t *testing.T) {
 	}
 }
 
-func TestAdminQueuesAndRedrive(t *testing.T) {
+func TestAdminQueues(t *testing.T) {
 	t.Parallel()
 	f := setup(t, withAdmin)
 	f.do(t, request{key: acmeKey, body: `{"body":"x"}`})
@@ -203,33 +189,6 @@ func TestAdminQueuesAndRedrive(t *testing.T) {
 	if code, body := f.admin(t, "GET", "/admin/v1/queues", ""); code != http.StatusServiceUnavailable ||
 		!strings.Contains(body, `"code":"unavailable"`) || !strings.Contains(body, "t-live-00") {
 		t.Errorf("queues with the backend down: %d %s; want 503 problem unavailable naming the queues", code, body)
-	}
-
-	if code, body := f.admin(t, "POST", "/admin/v1/dlq/redrive", ""); code != http.StatusServiceUnavailable ||
-		!strings.Contains(body, "not configured") || !strings.Contains(body, `"code":"unavailable"`) {
-		t.Errorf("redrive without a redriver: %d %s", code, body)
-	}
-	rd := &fakeRedriver{}
-	g := setup(t, withAdmin, func(c *gateway.Config) { c.Redriver = rd })
-	for _, tt := range []struct {
-		body     string
-		wantCode int
-	}{
-		{"", 200},
-		{`{}`, 200},
-		{`{"tenant":"acme","max":2}`, 200},
-		{`{"tenant":"a b"}`, 400},
-		{`{"max":-1}`, 400},
-		{`{"max":"2"}`, 400},
-		{`{"maximum":2}`, 400},
-	} {
-		code, body := g.admin(t, "POST", "/admin/v1/dlq/redrive", tt.body)
-		if code != tt.wantCode || code == 200 && body != "{\"moved\":7}\n" {
-			t.Errorf("redrive %s: %d %s", tt.body, code, body)
-		}
-	}
-	if diff := cmp.Diff([]string{"/", "/", "acme/xx"}, rd.calls); diff != "" {
-		t.Errorf("redrive calls (-want +got):\n%s", diff)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // document is a route.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
-	f := setup(t, withAdmin, func(c *gateway.Config) { c.Redriver = &fakeRedriver{} })
+	f := setup(t, withAdmin)
 	var routes []string
 	err := chi.Walk(f.srv.Router(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routes = append(routes, method+" "+strings.TrimSuffix(route, "/"))

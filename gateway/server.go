@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/backlog"
+	"github.com/fairq/fairq/deadletter"
 	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/internal/batch"
 	"github.com/fairq/fairq/internal/degrade"
@@ -65,11 +66,15 @@ var (
 	_ Backlog = backlog.Off{}
 )
 
-// Redriver moves dead letters back to the live queues (the worker's
-// redrive). Nil in Config leaves POST /admin/v1/dlq/redrive answering 503.
-type Redriver interface {
-	Redrive(ctx context.Context, tenant string, max int) (moved int, err error)
+// DeadLetters acts on the dead-letter queue (deadletter.Queue): the admin
+// API's /admin/v1/dlq. Nil in Config leaves those routes answering 503.
+type DeadLetters interface {
+	Redrive(ctx context.Context, sel deadletter.Selection) (deadletter.RedriveResult, error)
+	Peek(ctx context.Context, sel deadletter.Selection, bodies bool) (deadletter.Page, error)
+	Purge(ctx context.Context, sel deadletter.Selection) (deadletter.PurgeResult, error)
 }
+
+var _ DeadLetters = (*deadletter.Queue)(nil)
 
 // Config configures a Server.
 type Config struct {
@@ -84,9 +89,9 @@ type Config struct {
 	// Limiter admits each tenant's messages at its ingest_rate and
 	// ingest_burst; nil uses a throttle.LocalLimiter.
 	Limiter Limiter
-	// Redriver, when set, serves POST /admin/v1/dlq/redrive; without it
-	// that route answers 503.
-	Redriver Redriver
+	// DeadLetters, when set, serves /admin/v1/dlq (peek, redrive,
+	// purge); without it those routes answer 503.
+	DeadLetters DeadLetters
 	// AdminTokenSHA256 is the sha256 (64 hex digits) of the bearer token
 	// of the /admin API; empty turns /admin off (404).
 	AdminTokenSHA256 string

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairq/fairq/envelope"
+	"github.com/fairq/fairq/deadletter"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
 	"github.com/fairq/fairq/internal/degrade"
@@ -91,7 +92,10 @@ func setup(t testing.TB, change ...func(*gateway.Config)) *fixture {
 	}
 	f.flaky = gatewaytest.NewFlaky(f.mem)
 	f.picker = gatewaytest.NewRoundRobin(len(f.names.Live))
-	var err error
+	dead, err := deadletter.New(deadletter.Config{Backend: f.mem, Names: f.names, Picker: f.picker})
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.tenants, err = tenant.New(tenant.Config{Tenants: testTenants()})
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +117,7 @@ func setup(t testing.TB, change ...func(*gateway.Config)) *fixture {
 		// Sequential test requests need not wait for company; the
 		// batcher's own tests cover coalescing.
 		BatchWindow: time.Microsecond,
+		DeadLetters: dead,
 	}
 	for _, c := range change {
 		c(&cfg)
@@ -131,6 +136,9 @@ func setup(t testing.TB, change ...func(*gateway.Config)) *fixture {
 	})
 	return f
 }
+
+// withoutDeadLetters leaves the dead-letter tools out of the gateway.
+func withoutDeadLetters(c *gateway.Config) { c.DeadLetters = nil }
 
 // request is one HTTP request to the gateway.
 type request struct {
@@ -170,12 +178,15 @@ func (f *fixture) do(t testing.TB, r request) *httptest.ResponseRecorder {
 	return w
 }
 
-// depth returns the number of messages on all live queues, delayed ones
-// included.
-func (f *fixture) depth(t testing.TB) int {
+// depth returns the number of messages on the queues named, all live
+// queues if none, delayed and in-flight ones included.
+func (f *fixture) depth(t testing.TB, queues ...string) int {
 	t.Helper()
+	if len(queues) == 0 {
+		queues = f.names.Live
+	}
 	n := 0
-	for _, q := range f.names.Live {
+	for _, q := range queues {
 		d, err := f.mem.Depth(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)

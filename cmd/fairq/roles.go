@@ -18,6 +18,7 @@ import (
 
 	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/deadletter"
 	"github.com/fairq/fairq/tenant"
 )
 
@@ -236,11 +237,11 @@ func runDLQRedrive(ctx context.Context, e env, args []string) error {
 	if err := s.tracker.Refresh(ctx); err != nil {
 		logger.Warn("queue depths unknown: picking at random within each shard", "err", err)
 	}
-	r, err := s.redriver()
+	dead, err := s.deadLetters()
 	if err != nil {
 		return err
 	}
-	res, err := r.Run(ctx, *tenantID, *maxN)
+	res, err := dead.Redrive(ctx, deadletter.Selection{Tenant: *tenantID, Max: *maxN})
 	// The system was not started: the counts of the messages moved back
 	// are applied here, whatever became of ctx.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redriveCountTimeout)

@@ -17,6 +17,7 @@ import (
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/config"
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/deadletter"
 	"github.com/fairq/fairq/dedupe"
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
@@ -253,9 +254,10 @@ func (s *system) backlogTracker() (*backlog.Tracker, error) {
 // with different queue prefixes can share one Redis.
 func (s *system) keyPrefix() string { return s.cfg.SQS.QueuePrefix + ":" }
 
-// redriver returns the dead-letter redrive, back to each tenant's shard.
-func (s *system) redriver() (*consumer.Redriver, error) {
-	return consumer.NewRedriver(consumer.RedriveConfig{Backend: s.backend, Names: s.names, Picker: s.tracker, Backlog: s.backlog, Logger: s.logger})
+// deadLetters returns the dead-letter queue's tools: peek, purge and
+// redrive back to each tenant's shard.
+func (s *system) deadLetters() (*deadletter.Queue, error) {
+	return deadletter.New(deadletter.Config{Backend: s.backend, Names: s.names, Picker: s.tracker, Backlog: s.backlog, Logger: s.logger})
 }
 
 // redisOrNil returns the Redis client as the interface the packages take,
@@ -286,9 +288,9 @@ func (s *system) withGateway() error {
 			return err
 		}
 	}
-	redriver, err := s.redriver()
+	dead, err := s.deadLetters()
 	if err != nil {
-		return fmt.Errorf("redrive: %w", err)
+		return fmt.Errorf("dead letters: %w", err)
 	}
 	s.gateway, err = gateway.New(gateway.Config{
 		Backend:           s.backend,
@@ -296,7 +298,7 @@ func (s *system) withGateway() error {
 		Picker:            s.tracker,
 		Tenants:           s.tenants,
 		Limiter:           limiter,
-		Redriver:          redriver,
+		DeadLetters:       dead,
 		AdminTokenSHA256:  s.cfg.Admin.TokenSHA256,
 		Backlog:           s.backlog,
 		FailClosed:        !s.cfg.Redis.FailOpen,

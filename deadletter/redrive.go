@@ -1,4 +1,4 @@
-package consumer
+package deadletter
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/fairq/fairq/backlog"
@@ -32,36 +33,47 @@ var (
 	_ BacklogAdder = backlog.Off{}
 )
 
-// RedriveHoldDefault is how long a redrive keeps the dead letters it skips
-// (another tenant's) invisible, so as not to read them twice in one run.
-const RedriveHoldDefault = 15 * time.Minute
+// HoldDefault is how long a redrive or a purge keeps the dead letters it
+// skips (another tenant's) invisible, so as not to read them twice in one
+// run; they are made visible again when it ends.
+const HoldDefault = 15 * time.Minute
 
-// redriveWait is the long-poll wait of the redrive's receives: the run ends
-// at the first receive that waited this long for nothing.
-const redriveWait = time.Second
+// callTimeout bounds one call to the queue service.
+const callTimeout = 30 * time.Second
 
-// RedriveConfig configures a redrive: `fairq dlq redrive` and
-// POST /admin/v1/dlq/redrive.
-type RedriveConfig struct {
+// scanWait is the long-poll wait of the receives of a redrive, a peek or a
+// purge: each ends at the first receive that waited this long for nothing.
+const scanWait = time.Second
+
+// Backend is what the dead-letter tools need of a queue backend;
+// queue.Backend satisfies it.
+type Backend interface {
+	Send(ctx context.Context, queue string, entries []queue.Entry) ([]queue.SendResult, error)
+	Receive(ctx context.Context, queue string, opts queue.ReceiveOptions) ([]queue.Message, error)
+	Delete(ctx context.Context, queue string, handles []string) ([]error, error)
+	ChangeVisibility(ctx context.Context, queue string, changes []queue.VisibilityChange) ([]error, error)
+}
+
+var _ Backend = queue.Backend(nil)
+
+// ErrInvalidConfig wraps the errors of New.
+var ErrInvalidConfig = errors.New("invalid dead-letter config")
+
+// Config configures a Queue.
+type Config struct {
 	Backend Backend     // required
 	Names   queue.Names // required: the dead-letter queue and the live queues
-	Picker  Picker      // required: the tenant's shard
-	// Tenant limits the redrive to one tenant's dead letters; empty moves
-	// every tenant's.
-	Tenant string
-	// Max moves at most this many; 0 moves them all.
-	Max int
+	Picker  Picker      // required: the tenant's shard, for a redrive
 	// Backlog is told of each message moved back; nil keeps no counts.
 	Backlog BacklogAdder
-	// Hold is how long skipped dead letters stay invisible while the
-	// redrive runs; default RedriveHoldDefault. They are made visible
-	// again when it ends.
+	// Hold is how long skipped dead letters stay invisible while a redrive
+	// or a purge runs; default HoldDefault.
 	Hold   time.Duration
 	Logger *slog.Logger // nil: logs nothing
 }
 
-func (c RedriveConfig) withDefaults() RedriveConfig {
-	c.Hold = cmp.Or(c.Hold, RedriveHoldDefault)
+func (c Config) withDefaults() Config {
+	c.Hold = cmp.Or(c.Hold, HoldDefault)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.Backlog == nil {
 		c.Backlog = backlog.Off{}
@@ -69,7 +81,7 @@ func (c RedriveConfig) withDefaults() RedriveConfig {
 	return c
 }
 
-func (c RedriveConfig) validate() error {
+func (c Config) validate() error {
 	var errs []error
 	if c.Backend == nil {
 		errs = append(errs, errors.New("backend is nil"))
@@ -80,14 +92,11 @@ func (c RedriveConfig) validate() error {
 	if c.Names.DLQ == "" || len(c.Names.Live) == 0 {
 		errs = append(errs, errors.New("needs the dead-letter queue and the live queues"))
 	}
-	if c.Max < 0 {
-		errs = append(errs, fmt.Errorf("max %d is negative", c.Max))
-	}
 	if c.Hold < 0 || c.Hold > queue.MaxVisibility {
 		errs = append(errs, fmt.Errorf("hold %v is outside [0, %v]", c.Hold, queue.MaxVisibility))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: redrive: %w", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
@@ -105,13 +114,43 @@ type RedriveResult struct {
 	ByTenant map[string]int `json:"by_tenant"`
 }
 
+// Queue is a deployment's dead-letter queue, with the tools that act on
+// it: Redrive, Peek and Purge.
+type Queue struct {
+	cfg Config
+}
+
+// New returns a Queue, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Queue, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Queue{cfg: cfg}, nil
+}
+
+// Selection says which dead letters an operation takes: a tenant's (all
+// tenants' when empty), those of the ids named (any when empty), at most
+// Max (0: all).
+type Selection struct {
+	Tenant string
+	IDs    []string // fairq ids (X-Aws-Sqsd-Msgid)
+	Max    int
+}
+
+// takes reports whether the selection takes the dead letter of tenant
+// with id.
+func (s Selection) takes(tenant, id string) bool {
+	return (s.Tenant == "" || tenant == s.Tenant) && (len(s.IDs) == 0 || slices.Contains(s.IDs, id))
+}
+
 // Redrive moves dead letters back to their tenant's shard: each is sent to
 // the live queue the Picker chooses for its tenant, with its attempts reset
-// to zero and its last error cleared (its body, attributes and enqueue time
-// kept), then deleted from the dead-letter queue. It stops after Max
-// messages, or when a receive from the dead-letter queue comes back empty;
-// the dead letters it skipped are made visible again before it returns.
-// A message sent back whose delete fails is in both queues; it is
+// to zero and its last error cleared (its id, body, attributes and enqueue
+// time kept), then deleted from the dead-letter queue. It stops after
+// sel.Max messages, or when a receive from the dead-letter queue comes
+// back empty; the dead letters it skipped are made visible again before it
+// returns. A message sent back whose delete fails is in both queues; it is
 // counted as moved and logged.
 //
 // Cancelling ctx stops the redrive between batches of up to ten: a batch
@@ -121,21 +160,21 @@ type RedriveResult struct {
 //
 // A redriven message older than worker.backlog_age goes through the
 // backlog queue, like any old message.
-func Redrive(ctx context.Context, cfg RedriveConfig) (RedriveResult, error) {
-	cfg = cfg.withDefaults()
-	r := &redrive{cfg: cfg, res: RedriveResult{ByTenant: map[string]int{}}}
-	if err := cfg.validate(); err != nil {
-		return r.res, err
+func (dq *Queue) Redrive(ctx context.Context, sel Selection) (RedriveResult, error) {
+	cfg := dq.cfg
+	r := &redrive{cfg: cfg, sel: sel, res: RedriveResult{ByTenant: map[string]int{}}}
+	if sel.Max < 0 {
+		return r.res, fmt.Errorf("%w: max %d is negative", ErrInvalidConfig, sel.Max)
 	}
 	defer func() {
 		release(context.WithoutCancel(ctx), cfg, r.held)
 	}()
-	for cfg.Max == 0 || r.res.Moved < cfg.Max {
+	for sel.Max == 0 || r.res.Moved < sel.Max {
 		want := queue.MaxBatch
-		if cfg.Max > 0 {
-			want = min(want, cfg.Max-r.res.Moved)
+		if sel.Max > 0 {
+			want = min(want, sel.Max-r.res.Moved)
 		}
-		msgs, err := cfg.Backend.Receive(ctx, cfg.Names.DLQ, queue.ReceiveOptions{Max: want, Wait: redriveWait, Visibility: cfg.Hold})
+		msgs, err := cfg.Backend.Receive(ctx, cfg.Names.DLQ, queue.ReceiveOptions{Max: want, Wait: scanWait, Visibility: cfg.Hold})
 		if err != nil {
 			return r.res, fmt.Errorf("redrive: receive from %s: %w", cfg.Names.DLQ, err)
 		}
@@ -155,7 +194,8 @@ func Redrive(ctx context.Context, cfg RedriveConfig) (RedriveResult, error) {
 
 // redrive is one Redrive under way.
 type redrive struct {
-	cfg  RedriveConfig
+	cfg  Config
+	sel  Selection
 	res  RedriveResult
 	held []string // receipt handles to make visible again
 }
@@ -166,7 +206,7 @@ func (r *redrive) pick(msgs []queue.Message) (map[int][]pending, error) {
 	byQueue := map[int][]pending{}
 	for _, m := range msgs {
 		tenant := m.Attributes[envelope.AttrTenant]
-		if r.cfg.Tenant != "" && tenant != r.cfg.Tenant {
+		if !r.sel.takes(tenant, idOf(m)) {
 			r.res.Skipped++
 			r.held = append(r.held, m.ReceiptHandle)
 			continue
@@ -193,7 +233,7 @@ func (r *redrive) sendBack(ctx context.Context, q int, ps []pending) {
 	// dead letters, left where they are, would be redriven twice: a batch
 	// once received is carried through, and ctx is checked between
 	// batches.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchCallTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	results, err := cfg.Backend.Send(sctx, dest, entries)
 	cancel()
 	var sent []pending
@@ -239,8 +279,8 @@ func (r *redrive) failed(p pending, dest string, err error) {
 // finish deletes from the dead-letter queue the messages sent back (their
 // receipt handles) and adds them to their tenants' backlog counters. ctx
 // is not cancelled with the redrive: each step has its own timeout.
-func finish(ctx context.Context, cfg RedriveConfig, sent []pending, handles []string, added map[string]int64) {
-	dctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
+func finish(ctx context.Context, cfg Config, sent []pending, handles []string, added map[string]int64) {
+	dctx, cancel := context.WithTimeout(ctx, callTimeout)
 	errs, err := cfg.Backend.Delete(dctx, cfg.Names.DLQ, handles)
 	cancel()
 	for i, p := range sent {
@@ -289,8 +329,8 @@ func resetAttempts(m queue.Message) map[string]string {
 }
 
 // release makes held dead letters visible again.
-func release(ctx context.Context, cfg RedriveConfig, handles []string) {
-	ctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
+func release(ctx context.Context, cfg Config, handles []string) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	for len(handles) > 0 {
 		chunk := handles[:min(len(handles), queue.MaxBatch)]
@@ -301,38 +341,15 @@ func release(ctx context.Context, cfg RedriveConfig, handles []string) {
 		}
 		errs, err := cfg.Backend.ChangeVisibility(ctx, cfg.Names.DLQ, changes)
 		if err = cmp.Or(err, errors.Join(errs...)); err != nil {
-			cfg.Logger.Warn("redrive: skipped dead letters stay invisible until their hold ends", "hold", cfg.Hold, "err", err)
+			cfg.Logger.Warn("skipped dead letters stay invisible until their hold ends", "hold", cfg.Hold, "err", err)
 		}
 	}
 }
 
-// Redriver runs redrives with a fixed configuration; its Redrive method is
-// the seam of the gateway's POST /admin/v1/dlq/redrive.
-type Redriver struct {
-	cfg RedriveConfig
-}
-
-// NewRedriver returns a Redriver, or an error wrapping ErrInvalidConfig.
-// The Tenant and Max of cfg are ignored: each call gives its own.
-func NewRedriver(cfg RedriveConfig) (*Redriver, error) {
-	cfg = cfg.withDefaults()
-	cfg.Tenant, cfg.Max = "", 0
-	if err := cfg.validate(); err != nil {
-		return nil, err
+// idOf returns the id a message goes by: its fairq id, else its SQS id.
+func idOf(m queue.Message) string {
+	if meta, err := envelope.Decode(m.Attributes[envelope.AttrMeta]); err == nil && meta.ID != "" {
+		return meta.ID
 	}
-	return &Redriver{cfg: cfg}, nil
-}
-
-// Run redrives the dead letters of tenant (empty: all), at most max (0:
-// all), and reports the counts.
-func (r *Redriver) Run(ctx context.Context, tenant string, max int) (RedriveResult, error) {
-	cfg := r.cfg
-	cfg.Tenant, cfg.Max = tenant, max
-	return Redrive(ctx, cfg)
-}
-
-// Redrive redrives like Run and returns the number of messages moved.
-func (r *Redriver) Redrive(ctx context.Context, tenant string, max int) (int, error) {
-	res, err := r.Run(ctx, tenant, max)
-	return res.Moved, err
+	return m.ID
 }

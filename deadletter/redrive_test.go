@@ -1,4 +1,4 @@
-package consumer_test
+package deadletter_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/deadletter"
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/queue"
 )
@@ -68,13 +68,13 @@ func TestRedrive(t *testing.T) {
 				send(t, b, names.DLQ, msg{tenant: tenant, meta: &dead, attrs: map[string]string{"k": "v"}})
 			}
 			backlog := &adder{}
-			r, err := consumer.NewRedriver(consumer.RedriveConfig{Backend: b, Names: names, Picker: picker{}, Backlog: backlog, Logger: discard})
+			r, err := deadletter.New(deadletter.Config{Backend: b, Names: names, Picker: picker{}, Backlog: backlog, Logger: discard})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
 
-			res, err := r.Run(ctx, "a", 2)
+			res, err := r.Redrive(ctx, deadletter.Selection{Tenant: "a", Max: 2})
 			if err != nil {
 				t.Fatalf("Run(a, 2): %v", err)
 			}
@@ -87,8 +87,8 @@ func TestRedrive(t *testing.T) {
 				t.Errorf("on the tenant's queue (-want +got):\n%s", diff)
 			}
 
-			n, err := r.Redrive(ctx, "", 0)
-			if err != nil || n != 4 {
+			all, err := r.Redrive(ctx, deadletter.Selection{})
+			if n := all.Moved; err != nil || n != 4 {
 				t.Errorf("Redrive(all) = %d, %v; want 4 (the skipped ones visible again)", n, err)
 			}
 			got := drain(t, b, names.Live[0])
@@ -119,15 +119,21 @@ func TestRedrive(t *testing.T) {
 
 func TestRedriveInvalid(t *testing.T) {
 	b, names := setup(t, "memory")
-	for _, cfg := range []consumer.RedriveConfig{
+	for _, cfg := range []deadletter.Config{
 		{Names: names, Picker: picker{}},
 		{Backend: b, Names: names},
 		{Backend: b, Picker: picker{}},
-		{Backend: b, Names: names, Picker: picker{}, Max: -1},
 	} {
-		if _, err := consumer.Redrive(context.Background(), cfg); !errors.Is(err, consumer.ErrInvalidConfig) {
-			t.Errorf("Redrive(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		if _, err := deadletter.New(cfg); !errors.Is(err, deadletter.ErrInvalidConfig) {
+			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
+	}
+	dq, err := deadletter.New(deadletter.Config{Backend: b, Names: names, Picker: picker{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dq.Redrive(context.Background(), deadletter.Selection{Max: -1}); !errors.Is(err, deadletter.ErrInvalidConfig) {
+		t.Errorf("Redrive(max -1) = %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -161,10 +167,14 @@ func TestRedriveCancelled(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			backlog := &adder{}
-			res, err := consumer.Redrive(ctx, consumer.RedriveConfig{
+			dq, err := deadletter.New(deadletter.Config{
 				Backend: &cancelOnSend{Backend: b, dlq: names.DLQ, cancel: cancel},
 				Names:   names, Picker: picker{}, Backlog: backlog, Logger: discard,
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := dq.Redrive(ctx, deadletter.Selection{})
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("Redrive = %v, want context.Canceled", err)
 			}
