@@ -16,43 +16,7 @@ import (
 // FuzzDecodeMessage: no input panics, and whatever is accepted is a message
 // SQS would take.
 func FuzzDecodeMessage(f *testing.F) {
-	for _, seed := range []string{
-		`{"body":"hello"}`,
-		`{"body":{"a":[1,2,{"b":null}]},"attributes":{"k":"v","x.y":"z"},"delay_seconds":900}`,
-		`{"body":"\ud83d\ude00","attributes":null,"delay_seconds":null}`,
-		`{"body":12.5e3}`,
-		`{"body":"x","attributes":{"a0":"v","a1":"v","a2":"v","a3":"v","a4":"v","a5":"v","a6":"v","a7":"v"}}`,
-		`{"body":"x","attributes":{"fairq-tenant":"other"}}`,
-		`{"body":"x","idempotency_key":"k-1"}`,
-		`{"body":"a\u0000"}`,
-		`{"body":"x"} trailing`,
-		`[1,2]`,
-		`null`,
-		``,
-		"{\"body\":\"\xff\"}",
-		`{"body":"x","delay_seconds":1e3}`,
-		`{"body":"x","delay_seconds":-0}`,
-		`{"body":"x","attributes":{"":"v"}}`,
-		" \t{ \"body\" : { \"a\" : [ 1 , -2.5e+3 , true , false , null , \"s p\" ] } ,\n\"delay_seconds\" : 12 }\r\n",
-		`{"body":"esc \" \\ \/ \b \f \n \r \t \u00e9 \ud83d\ude00 \ud83d \udc00x"}`,
-		`{"body":"x","attributes":{"k\u0069nd":"v\u00e9","b":"\ud800"}}`,
-		`{"body":"x","body":"y"}`,
-		`{"body":"x","attributes":{"a":"1","a":"2"}}`,
-		`{"body":"x","attributes":{"a":"1"},"attributes":null}`,
-		`{"bod\u0079":"x"}`,
-		`{"Body":"x"}`,
-		`{"body":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
-		`{"body":{"a":01}}`,
-		`{"body":-0.0e-0,"delay_seconds":0}`,
-		`{"body":"x","delay_seconds":900,"idempotency_key":null}`,
-		`{"body":"x","delay_seconds":901}`,
-		`{"body":"x","delay_seconds":5.0}`,
-		`{"body":"x","attributes":{},"idempotency_key":"\u0041b"}`,
-		`{"body":"","attributes":{"a":""}}`,
-		`{"body":"x"}{}`,
-		`{"body":"x",}`,
-		`{"body":"x","attributes":{"a0":"v","a1":"v","a2":"v","a3":"v","a4":"v","a5":"v","a6":"v"}}`,
-	} {
+	for _, seed := range messageSeeds {
 		f.Add([]byte(seed), false)
 		f.Add([]byte(seed), true)
 	}
@@ -158,6 +122,68 @@ func FuzzDecodeBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// messageSeeds are the fuzz tests' first inputs: messages clients send and
+// the corners of the contract.
+var messageSeeds = []string{
+	`{"body":"hello"}`,
+	`{"body":{"a":[1,2,{"b":null}]},"attributes":{"k":"v","x.y":"z"},"delay_seconds":900}`,
+	`{"body":"\ud83d\ude00","attributes":null,"delay_seconds":null}`,
+	`{"body":12.5e3}`,
+	`{"body":"x","attributes":{"a0":"v","a1":"v","a2":"v","a3":"v","a4":"v","a5":"v","a6":"v","a7":"v"}}`,
+	`{"body":"x","attributes":{"fairq-tenant":"other"}}`,
+	`{"body":"x","idempotency_key":"k-1"}`,
+	`{"body":"a\u0000"}`,
+	`{"body":"x"} trailing`,
+	`[1,2]`,
+	`null`,
+	``,
+	"{\"body\":\"\xff\"}",
+	`{"body":"x","delay_seconds":1e3}`,
+	`{"body":"x","delay_seconds":-0}`,
+	`{"body":"x","attributes":{"":"v"}}`,
+	" \t{ \"body\" : { \"a\" : [ 1 , -2.5e+3 , true , false , null , \"s p\" ] } ,\n\"delay_seconds\" : 12 }\r\n",
+	`{"body":"esc \" \\ \/ \b \f \n \r \t \u00e9 \ud83d\ude00 \ud83d \udc00x"}`,
+	`{"body":"x","attributes":{"k\u0069nd":"v\u00e9","b":"\ud800"}}`,
+	`{"body":"x","body":"y"}`,
+	`{"body":"x","attributes":{"a":"1","a":"2"}}`,
+	`{"body":"x","attributes":{"a":"1"},"attributes":null}`,
+	`{"bod\u0079":"x"}`,
+	`{"Body":"x"}`,
+	`{"body":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
+	`{"body":{"a":01}}`,
+	`{"body":-0.0e-0,"delay_seconds":0}`,
+	`{"body":"x","delay_seconds":900,"idempotency_key":null}`,
+	`{"body":"x","delay_seconds":901}`,
+	`{"body":"x","delay_seconds":5.0}`,
+	`{"body":"x","attributes":{},"idempotency_key":"\u0041b"}`,
+	`{"body":"","attributes":{"a":""}}`,
+	`{"body":"x"}{}`,
+	`{"body":"x",}`,
+	`{"body":"x","attributes":{"a0":"v","a1":"v","a2":"v","a3":"v","a4":"v","a5":"v","a6":"v"}}`,
+	// Repeats, nulls and names where a decoder into a struct may part
+	// from the full path, which takes the last of a repeated name.
+	`{"body":"x","body":null}`,
+	`{"body":"x","attributes":{"a":"1"},"attributes":{"b":"2"}}`,
+	`{"body":"x","attributes":{"a":null}}`,
+	`{"body":"x","attributes":{"a":"x","a":null}}`,
+	`{"body":"x","attributes":{"a":1,"a":"x"}}`,
+	`{"body":"x","idempotency_key":"k","idempotency_key":null}`,
+	`{"body":"x","delay_seconds":5,"delay_seconds":null}`,
+	`{"BODY":"x"}`,
+	`{"body":"x","attributeſ":{"a":"b"}}`,
+	`{"body":"x","idempotency_\u006bey":"k"}`,
+	`{"body":"x","delay_seconds":"5"}`,
+	`{"body":"x","delay_seconds":900.0}`,
+	`{"body":"x","delay_seconds":18446744073709551616}`,
+	`{"body":1e400}`,
+	"{\"body\":{\"a\":\"\x01\"}}",
+	"{\"body\":\"a\tb\"}",
+	`{"body":{"a":"\ud800"},"attributes":{"b":"\u0000"}}`,
+	`{"body":{"a":1,"a":2}}`,
+	`{"body":"x"}]`,
+	`{"body":"x"}  `,
 }
 
 // errorDetail is what a client is told of a decoding error, "" for none.
