@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Gateway throughput of two commits side by side: builds `fairq` at each
+# (in temporary git worktrees), then runs `fairq dev` of A, of B and the
+# bare net/http baseline (loadtest/baseline) in turn under the same wrk load
+# (loadtest/wrk/enqueue.lua), round after round (A, B, baseline, A, B,
+# baseline…), and prints each build's requests/s, its ratio to the
+# baseline and B/A.
+#
+#   loadtest/compare.sh A [B]      # B defaults to HEAD
+#   ROUNDS=3 DURATION=10s CONNS=64 loadtest/compare.sh main json
+#
+# Only one server runs at a time, on the same port, started afresh for its
+# run and stopped after it, so that no build's worker drains its backlog
+# while another is measured. Alternating the builds spreads drifts in the
+# machine's load over all three. The load average is printed with each
+# run: figures taken while other work runs on the machine are noisy.
+# Needs wrk (Debian's wrk; `make loadtest-compare` installs it).
+set -euo pipefail
+
+usage() { echo "usage: $0 A [B]   (commits; B defaults to HEAD)" >&2; exit 2; }
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage; fi
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-64}
+THREADS=${THREADS:-2}
+PORT=${PORT:-18380}
+command -v wrk >/dev/null 2>&1 || { echo "wrk missing: apt-get install wrk, or make loadtest-compare" >&2; exit 1; }
+
+rev_a=$(git rev-parse --verify "$1^{commit}")
+rev_b=$(git rev-parse --verify "${2:-HEAD}^{commit}")
+tmp=$(mktemp -d)
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  for w in a b; do
+    [ -d "$tmp/src-$w" ] && git worktree remove --force "$tmp/src-$w" >/dev/null 2>&1
+  done
+  git worktree prune
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+for w in a b; do
+  rev=$rev_a; [ "$w" = b ] && rev=$rev_b
+  echo "build $w: $(git log -1 --format='%h %s' "$rev")"
+  git worktree add --quiet --detach "$tmp/src-$w" "$rev"
+  (cd "$tmp/src-$w" && go build -o "$tmp/fairq-$w" ./cmd/fairq)
+done
+go build -o "$tmp/baseline" ./loadtest/baseline
+
+# Ten tenants with fresh keys, limits high enough that neither admission
+# nor the worker's process_rate and concurrency ever hold a message back:
+# this measures the cost of the path, not the limits.
+keys=()
+{
+  echo "listen: 127.0.0.1:$PORT"
+  echo "log: {level: warn}"
+  echo "defaults: {ingest_rate: 1000000, ingest_burst: 1000000, process_rate: 1000000, process_burst: 1000000, concurrency: 10000, soft_backlog: 100000000, max_backlog: 1000000000}"
+  echo "tenants:"
+  for i in $(seq -w 1 10); do
+    k="fq_compare_${i}_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    keys+=("$k")
+    echo "  - {id: t$i, api_keys: [\"$(printf %s "$k" | "$tmp/fairq-a" keys hash)\"]}"
+  done
+} > "$tmp/fairq.yaml"
+KEYS=$(IFS=,; echo "${keys[*]}")
+export KEYS
+
+# start NAME starts the server NAME (a, b or baseline) and waits until it
+# answers.
+start() {
+  case $1 in
+    baseline) "$tmp/baseline" -listen "127.0.0.1:$PORT" 2> "$tmp/$1.log" & ;;
+    *) "$tmp/fairq-$1" dev --config "$tmp/fairq.yaml" 2> "$tmp/$1.log" & ;;
+  esac
+  server_pid=$!
+  for _ in $(seq 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "$1 did not start:" >&2; cat "$tmp/$1.log" >&2; exit 1
+}
+
+stop() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
+
+echo "load before: $(uptime)"
+echo "wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds"
+printf '%-6s %-9s %12s %9s  %s\n' round build "requests/s" non-2xx "load average (1, 5, 15 min) before the run"
+declare -A sum
+for round in $(seq "$ROUNDS"); do
+  for name in a b baseline; do
+    start "$name"
+    # A second of load first, so that every run is measured warm.
+    wrk -t"$THREADS" -c"$CONNS" -d1s -s loadtest/wrk/enqueue.lua "http://127.0.0.1:$PORT" >/dev/null
+    load=$(cut -d' ' -f1-3 /proc/loadavg)
+    out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s loadtest/wrk/enqueue.lua "http://127.0.0.1:$PORT")
+    stop
+    echo "$out" >> "$tmp/wrk-$name.txt"
+    rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+    non2xx=$(awk '/Non-2xx or 3xx responses/ {print $NF}' <<<"$out")
+    [ -n "$rps" ] || { echo "wrk printed no rate:" >&2; echo "$out" >&2; exit 1; }
+    sum[$name]=$(awk -v s="${sum[$name]:-0}" -v r="$rps" 'BEGIN {print s + r}')
+    printf '%-6s %-9s %12.0f %9s  %s\n' "$round" "$name" "$rps" "${non2xx:-0}" "$load"
+  done
+done
+echo "load after: $(uptime)"
+
+mean() { awk -v s="${sum[$1]}" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
+base=$(mean baseline)
+echo
+printf '%-9s %-12s %12s %12s  %s\n' build commit "requests/s" "÷ baseline" ""
+for name in a b; do
+  rev=$rev_a; [ "$name" = b ] && rev=$rev_b
+  m=$(mean "$name")
+  printf '%-9s %-12s %12s %12s  %s\n' "$name" "$(git rev-parse --short "$rev")" "$m" \
+    "$(awk -v m="$m" -v b="$base" 'BEGIN {printf "%.3f", m / b}')" "$(git log -1 --format=%s "$rev")"
+done
+printf '%-9s %-12s %12s\n' baseline "" "$base"
+echo "B/A: $(awk -v a="$(mean a)" -v b="$(mean b)" 'BEGIN {printf "%.3f", b / a}') (means of $ROUNDS runs of $DURATION each)"
