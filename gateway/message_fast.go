@@ -1,10 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 
-	goccy "github.com/goccy/go-json"
 	"github.com/goccy/go-json/jsontext"
 	jsonv2 "github.com/goccy/go-json/v2"
 
@@ -34,22 +33,14 @@ func fastMessage(data []byte, batchEntry bool) (message, bool) {
 	if err != nil {
 		return message{}, false
 	}
-	var m message
-	var ok bool
-	if m.body, ok = fastBody(f.Body); !ok {
+	if !f.Body.ok {
 		return message{}, false
 	}
-	if f.Attributes != nil {
-		if len(f.Attributes) > envelope.MaxUserAttributes {
-			return message{}, false
-		}
-		for name, v := range f.Attributes {
-			if v == "" || invalidTextAt(v) >= 0 || checkAttributeName(name) != nil {
-				return message{}, false
-			}
-		}
-		m.attrs = f.Attributes
+	m := message{body: f.Body.text}
+	if f.Attributes.refused {
+		return message{}, false
 	}
+	m.attrs = f.Attributes.attrs
 	if len(f.Delay) > 0 {
 		if m.delay, err = delayOf(json.RawMessage(f.Delay), ""); err != nil {
 			return message{}, false
@@ -64,12 +55,12 @@ func fastMessage(data []byte, batchEntry bool) (message, bool) {
 	return m, true
 }
 
-// fastFields are the fields of a message. The body and the delay are kept
-// as JSON, checked as the full path checks them.
+// fastFields are the fields of a message. The delay is kept as JSON,
+// checked as the full path checks it.
 type fastFields struct {
-	Body       jsontext.Value    `json:"body"`
-	Attributes map[string]string `json:"attributes"` // nil for null
-	Delay      jsontext.Value    `json:"delay_seconds"`
+	Body       fastBody       `json:"body"`
+	Attributes fastAttributes `json:"attributes"`
+	Delay      jsontext.Value `json:"delay_seconds"`
 }
 
 // fastEntry is a batch entry, which may hold an idempotency key.
@@ -84,29 +75,99 @@ type fastEntry struct {
 // reused), with unknown fields refused.
 var fastOptions = jsonv2.RejectUnknownMembers(true)
 
-// fastBody reads the body as bodyOf does: a JSON string is the body, any
-// other value but null its compacted JSON text.
-func fastBody(raw []byte) (string, bool) {
-	var body string
-	switch {
-	case len(raw) == 0 || string(raw) == "null":
-		return "", false
-	case raw[0] == '"':
-		if jsonv2.UnmarshalOf(raw, &body) != nil {
-			return "", false
+// fastBody is the body as bodyOf reads it: a JSON string is the body, any
+// other value but null its compacted JSON text. ok is false for a body the
+// full path refuses.
+type fastBody struct {
+	text string
+	ok   bool
+}
+
+// compactOptions make jsontext.AppendFormat compact a value as
+// json.Compact does: white space out, strings and numbers as they are.
+var compactOptions = []jsontext.Options{jsontext.PreserveRawStrings(true), jsontext.Multiline(false)}
+
+// UnmarshalJSONFrom reads the body from the decoder's buffer: the body's
+// string is the one copy made of it.
+func (b *fastBody) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*b = fastBody{}
+	switch dec.PeekKind() {
+	case jsontext.KindString:
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
 		}
-	case bytes.IndexAny(raw, " \t\r\n") < 0:
-		body = string(raw) // compact already
+		b.text = tok.String()
 	default:
-		var buf bytes.Buffer
-		buf.Grow(len(raw))
-		if goccy.Compact(&buf, raw) != nil {
-			return "", false
+		raw, err := dec.ReadValue()
+		if err != nil || raw.Kind() == jsontext.KindNull {
+			return err
 		}
-		body = buf.String()
+		// A small body is compacted on the stack; it is copied once,
+		// into its string.
+		var small [512]byte
+		v, err := jsontext.AppendFormat(small[:0], raw, compactOptions...)
+		if err != nil {
+			return err
+		}
+		b.text = string(v)
 	}
-	if body == "" || invalidTextAt(body) >= 0 {
-		return "", false
+	b.ok = b.text != "" && invalidTextAt(b.text) < 0
+	return nil
+}
+
+// fastAttributes are the attributes as attributesOf reads them, nil for
+// null or none. refused is set for attributes the full path refuses.
+type fastAttributes struct {
+	attrs   map[string]string
+	refused bool
+}
+
+// errNotAttributes stops the decoding of a message whose attributes are
+// not an object of strings, which the full path refuses.
+var errNotAttributes = errors.New("attributes must be an object of strings")
+
+// UnmarshalJSONFrom reads the attributes token by token: the map is made
+// once their number is known, with room for fairq's three, as
+// attributesOf makes it.
+func (a *fastAttributes) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*a = fastAttributes{}
+	tok, err := dec.ReadToken()
+	switch {
+	case err != nil:
+		return err
+	case tok.Kind() == jsontext.KindNull:
+		return nil
+	case tok.Kind() != jsontext.KindBeginObject:
+		return errNotAttributes
 	}
-	return body, true
+	var pairs [envelope.MaxUserAttributes][2]string
+	n := 0
+	for dec.PeekKind() != jsontext.KindEndObject {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		name := tok.String() // before the next call, which voids tok
+		if n == len(pairs) || dec.PeekKind() != jsontext.KindString {
+			return errNotAttributes
+		}
+		if tok, err = dec.ReadToken(); err != nil {
+			return err
+		}
+		pairs[n] = [2]string{name, tok.String()}
+		n++
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	a.attrs = make(map[string]string, n+3)
+	for _, p := range pairs[:n] {
+		name, v := p[0], p[1]
+		if v == "" || invalidTextAt(v) >= 0 || checkAttributeName(name) != nil {
+			a.refused = true
+		}
+		a.attrs[name] = v // a repeated name, which the decoder refuses, would be the last, as in the full path
+	}
+	return nil
 }
