@@ -4,7 +4,8 @@
 # bare net/http baseline (loadtest/baseline) in turn under the same wrk load
 # (loadtest/wrk/enqueue.lua), round after round (A, B, baseline, A, B,
 # baseline…), and prints each build's requests/s, its ratio to the
-# baseline and B/A.
+# baseline and B/A, and the server's CPU time per request, which the
+# machine's other work disturbs less than the rate.
 #
 #   loadtest/compare.sh A [B]      # B defaults to HEAD
 #   ROUNDS=3 DURATION=10s CONNS=64 loadtest/compare.sh main json
@@ -85,37 +86,49 @@ start() {
 
 stop() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
 
+# cpu_ticks prints the CPU time (user and system, in clock ticks) the
+# server has used so far. Requests/s drift with the machine's other work;
+# the CPU time each request costs the server drifts much less.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$server_pid/stat" 2>/dev/null || echo 0; }
+hz=$(getconf CLK_TCK)
+
 echo "load before: $(uptime)"
 echo "wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds"
-printf '%-6s %-9s %12s %9s  %s\n' round build "requests/s" non-2xx "load average (1, 5, 15 min) before the run"
-declare -A sum
+printf '%-6s %-9s %12s %12s %9s  %s\n' round build "requests/s" "CPU µs/req" non-2xx "load average (1, 5, 15 min) before the run"
+declare -A sum cpusum
 for round in $(seq "$ROUNDS"); do
   for name in a b baseline; do
     start "$name"
     # A second of load first, so that every run is measured warm.
     wrk -t"$THREADS" -c"$CONNS" -d1s -s loadtest/wrk/enqueue.lua "http://127.0.0.1:$PORT" >/dev/null
     load=$(cut -d' ' -f1-3 /proc/loadavg)
+    ticks=$(cpu_ticks)
     out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s loadtest/wrk/enqueue.lua "http://127.0.0.1:$PORT")
+    ticks=$(( $(cpu_ticks) - ticks ))
     stop
     echo "$out" >> "$tmp/wrk-$name.txt"
     rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+    requests=$(awk '/requests in/ {print $1}' <<<"$out")
     non2xx=$(awk '/Non-2xx or 3xx responses/ {print $NF}' <<<"$out")
-    [ -n "$rps" ] || { echo "wrk printed no rate:" >&2; echo "$out" >&2; exit 1; }
+    if [ -z "$rps" ] || [ -z "$requests" ]; then echo "wrk printed no rate:" >&2; echo "$out" >&2; exit 1; fi
+    cpu=$(awk -v t="$ticks" -v hz="$hz" -v n="$requests" 'BEGIN {printf "%.1f", t / hz / n * 1e6}')
     sum[$name]=$(awk -v s="${sum[$name]:-0}" -v r="$rps" 'BEGIN {print s + r}')
-    printf '%-6s %-9s %12.0f %9s  %s\n' "$round" "$name" "$rps" "${non2xx:-0}" "$load"
+    cpusum[$name]=$(awk -v s="${cpusum[$name]:-0}" -v c="$cpu" 'BEGIN {print s + c}')
+    printf '%-6s %-9s %12.0f %12s %9s  %s\n' "$round" "$name" "$rps" "$cpu" "${non2xx:-0}" "$load"
   done
 done
 echo "load after: $(uptime)"
 
 mean() { awk -v s="${sum[$1]}" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
+cpu_mean() { awk -v s="${cpusum[$1]}" -v n="$ROUNDS" 'BEGIN {printf "%.1f", s / n}'; }
 base=$(mean baseline)
 echo
-printf '%-9s %-12s %12s %12s  %s\n' build commit "requests/s" "÷ baseline" ""
+printf '%-9s %-12s %12s %12s %12s  %s\n' build commit "requests/s" "÷ baseline" "CPU µs/req" ""
 for name in a b; do
   rev=$rev_a; [ "$name" = b ] && rev=$rev_b
   m=$(mean "$name")
-  printf '%-9s %-12s %12s %12s  %s\n' "$name" "$(git rev-parse --short "$rev")" "$m" \
-    "$(awk -v m="$m" -v b="$base" 'BEGIN {printf "%.3f", m / b}')" "$(git log -1 --format=%s "$rev")"
+  printf '%-9s %-12s %12s %12s %12s  %s\n' "$name" "$(git rev-parse --short "$rev")" "$m" \
+    "$(awk -v m="$m" -v b="$base" 'BEGIN {printf "%.3f", m / b}')" "$(cpu_mean "$name")" "$(git log -1 --format=%s "$rev")"
 done
-printf '%-9s %-12s %12s\n' baseline "" "$base"
-echo "B/A: $(awk -v a="$(mean a)" -v b="$(mean b)" 'BEGIN {printf "%.3f", b / a}') (means of $ROUNDS runs of $DURATION each)"
+printf '%-9s %-12s %12s %12s %12s\n' baseline "" "$base" "" "$(cpu_mean baseline)"
+echo "B/A: requests/s $(awk -v a="$(mean a)" -v b="$(mean b)" 'BEGIN {printf "%.3f", b / a}'), CPU per request $(awk -v a="$(cpu_mean a)" -v b="$(cpu_mean b)" 'BEGIN {printf "%.3f", b / a}') (means of $ROUNDS runs of $DURATION each)"

@@ -11,7 +11,9 @@
 // first, of the second and the baseline in turn under the same wrk load
 // (wrk/enqueue.lua), alternating them round after round, one server at a
 // time, and prints each build's requests/s, its ratio to the baseline and
-// the second's to the first's, with the load average of each run:
+// the second's to the first's, with the load average of each run and the
+// server's CPU time per request, which the machine's other work disturbs
+// less than the rate:
 //
 //	make loadtest-compare A=main B=HEAD   # or loadtest/compare.sh main HEAD
 package loadtest
