@@ -2,19 +2,22 @@
 # Gateway throughput of two commits side by side: builds `fairq` at each
 # (in temporary git worktrees), then runs `fairq dev` of A, of B and the
 # bare net/http baseline (loadtest/baseline) in turn under the same wrk load
-# (loadtest/wrk/enqueue.lua), round after round (A, B, baseline, A, B,
-# baseline…), and prints each build's requests/s, its ratio to the
-# baseline and B/A, and the server's CPU time per request, which the
-# machine's other work disturbs less than the rate.
+# (loadtest/wrk/enqueue.lua), round after round (A, B, baseline, then B,
+# baseline, A, then baseline, A, B, …), and prints each build's
+# requests/s, its ratio to the baseline and B/A, and the server's CPU time
+# per request, which the machine's other work disturbs less than the rate.
 #
 #   loadtest/compare.sh A [B]      # B defaults to HEAD
 #   ROUNDS=3 DURATION=10s CONNS=64 loadtest/compare.sh main json
 #
 # Only one server runs at a time, on the same port, started afresh for its
 # run and stopped after it, so that no build's worker drains its backlog
-# while another is measured. Alternating the builds spreads drifts in the
-# machine's load over all three. The load average is printed with each
-# run: figures taken while other work runs on the machine are noisy.
+# while another is measured. Alternating the builds, and the place each
+# takes in a round, spreads drifts in the machine's load over all three.
+# The load average is printed with each run: on a shared machine the
+# figures are noisy (with a load average about 4 on two cores, one build
+# measured as both A and B came out 11% apart in requests/s, 6% in CPU per
+# request, over 4 rounds of 10 s): compare many rounds, or an A/A run.
 # Needs wrk (Debian's wrk; `make loadtest-compare` installs it).
 set -euo pipefail
 
@@ -96,8 +99,14 @@ echo "load before: $(uptime)"
 echo "wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds"
 printf '%-6s %-9s %12s %12s %9s  %s\n' round build "requests/s" "CPU µs/req" non-2xx "load average (1, 5, 15 min) before the run"
 declare -A sum cpusum
+servers=(a b baseline)
 for round in $(seq "$ROUNDS"); do
-  for name in a b baseline; do
+  # Each round starts one server later (A B baseline, B baseline A,
+  # baseline A B, …): every three rounds, each server has run once in each
+  # place, so that what a place costs (the server just stopped, a drift in
+  # the machine's load) falls on all three alike.
+  r=$(( (round - 1) % 3 ))
+  for name in "${servers[@]:r}" "${servers[@]:0:r}"; do
     start "$name"
     # A second of load first, so that every run is measured warm.
     wrk -t"$THREADS" -c"$CONNS" -d1s -s loadtest/wrk/enqueue.lua "http://127.0.0.1:$PORT" >/dev/null
