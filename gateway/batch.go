@@ -149,7 +149,7 @@ func decodeBatch(data []byte) ([]json.RawMessage, error) {
 
 // decodeEntry checks message i of a batch.
 func decodeEntry(raw json.RawMessage, i int) (message, error) {
-	if m, ok := scanMessage(raw, true); ok { // decodeMessage's fast path
+	if m, ok := fastMessage(raw, true); ok { // decodeMessage's fast path
 		return m, nil
 	}
 	prefix := fmt.Sprintf("messages[%d].", i)
