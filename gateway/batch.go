@@ -72,6 +72,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 			results[i] = failedEntry(e.err)
 			s.m.rejected.WithLabelValues(s.m.labels.of(t.ID), string(results[i].Code)).Inc()
 			s.stats.rejected(t.ID, 1)
+			s.cfg.Activity.Refused(t.ID, string(results[i].Code), 1)
 			retry = max(retry, results[i].RetryAfter)
 		case e.replay:
 			results[i] = acceptedEntry(http.StatusOK, e.res)
