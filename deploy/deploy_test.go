@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -27,6 +28,7 @@ import (
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/queue"
+	"github.com/fairq/fairq/queue/queuetest"
 	"github.com/fairq/fairq/schedule"
 	"github.com/fairq/fairq/sharding"
 )
@@ -123,6 +125,149 @@ func TestIAMPolicies(t *testing.T) {
 			t.Errorf("a gateway policy with %s passed: the check cannot fail", name)
 		}
 	}
+}
+
+// TestIAMDeadLetterScope runs the dead-letter tools as the gateway's admin
+// API does (a peek, a redrive, a purge) on the emulator, records the queue
+// each backend call addresses, and checks that the gateway's policy,
+// rendered for the test's queue prefix, allows every call on its queue:
+// the dead-letter statement covers the DLQ alone, so a tool that received,
+// deleted or hid messages on any other queue would be denied. It also
+// checks that the policy allows the dead-letter actions on no live queue.
+func TestIAMDeadLetterScope(t *testing.T) {
+	byMethod := methodActions(t)
+	ctx := t.Context()
+	b, names := queuetest.Pool(t, "sqs")
+	prefix := strings.TrimSuffix(names.DLQ, "-dlq")
+	tracker, err := sharding.NewTracker(sharding.Config{Reader: b, Queues: names.Live, ShardSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordingBackend{b: b, calls: map[queueCall]bool{}}
+	dq, err := deadletter.New(deadletter.Config{Backend: rec, Names: names, Picker: tracker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tenant := range []string{"a", "b"} {
+		queuetest.Put(t, b, names.DLQ, queuetest.Msg{Tenant: tenant})
+	}
+	// A peek of a tenant without dead letters passes over both and makes
+	// them visible again; the redrive of a's sends it back and passes over
+	// b's; the purge deletes b's.
+	if _, err := dq.Peek(ctx, deadletter.Selection{Tenant: "nobody", Max: 1}, false); err != nil {
+		t.Fatalf("peek: %v", err)
+	}
+	if res, err := dq.Redrive(ctx, deadletter.Selection{Tenant: "a"}); err != nil || res.Moved != 1 {
+		t.Fatalf("redrive: %+v, %v; want 1 moved", res, err)
+	}
+	if res, err := dq.Purge(ctx, deadletter.Selection{}); err != nil || res.Deleted != 1 {
+		t.Fatalf("purge: %+v, %v; want 1 deleted", res, err)
+	}
+	calls := slices.SortedFunc(maps.Keys(rec.calls), func(x, y queueCall) int {
+		return strings.Compare(x.method+" "+x.queue, y.method+" "+y.queue)
+	})
+	var seen []string
+	for _, c := range calls {
+		where := "live"
+		if c.queue == names.DLQ {
+			where = "dlq"
+		} else if !slices.Contains(names.Live, c.queue) {
+			where = c.queue
+		}
+		seen = append(seen, c.method+" "+where)
+	}
+	slices.Sort(seen)
+	if want := []string{"ChangeVisibility dlq", "Delete dlq", "Receive dlq", "Send live"}; !slices.Equal(slices.Compact(seen), want) {
+		t.Fatalf("the dead-letter tools made the calls %v; want %v", slices.Compact(seen), want)
+	}
+
+	gw := iam.Roles[slices.IndexFunc(iam.Roles, func(r iam.Role) bool { return r.Name == "gateway" })]
+	raw, err := gw.PolicyJSON(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy iam.Policy
+	if err := json.Unmarshal(raw, &policy); err != nil {
+		t.Fatal(err)
+	}
+	denied := func(p iam.Policy) []string {
+		var out []string
+		for _, c := range calls {
+			for _, action := range byMethod[c.method] {
+				if !allows(p, action, testARN(c.queue)) {
+					out = append(out, action+" on "+c.queue)
+				}
+			}
+		}
+		return out
+	}
+	if d := denied(policy); len(d) > 0 {
+		t.Errorf("the gateway's policy for prefix %s denies %v", prefix, d)
+	}
+	for _, action := range roleCalls(t)["gateway"].deadLetters {
+		if allows(policy, action, testARN(names.Live[0])) {
+			t.Errorf("the gateway's policy allows %s on the live queue %s", action, names.Live[0])
+		}
+	}
+
+	// Negative control: without its dead-letter statement, the policy
+	// denies the tools' calls on the DLQ.
+	policy.Statement = policy.Statement[:1]
+	if len(denied(policy)) == 0 {
+		t.Error("a gateway policy without its dead-letter statement allowed every call: the check cannot fail")
+	}
+}
+
+// queueCall is a backend method called on a queue.
+type queueCall struct{ method, queue string }
+
+// recordingBackend is a queue backend (the emulator's), recording the queue each call of
+// the dead-letter tools addresses.
+type recordingBackend struct {
+	b     queue.Backend
+	mu    sync.Mutex
+	calls map[queueCall]bool
+}
+
+var _ deadletter.Backend = (*recordingBackend)(nil)
+
+func (r *recordingBackend) record(method, q string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls[queueCall{method, q}] = true
+}
+
+func (r *recordingBackend) Send(ctx context.Context, q string, entries []queue.Entry) ([]queue.SendResult, error) {
+	r.record("Send", q)
+	return r.b.Send(ctx, q, entries)
+}
+
+func (r *recordingBackend) Receive(ctx context.Context, q string, opts queue.ReceiveOptions) ([]queue.Message, error) {
+	r.record("Receive", q)
+	return r.b.Receive(ctx, q, opts)
+}
+
+func (r *recordingBackend) Delete(ctx context.Context, q string, handles []string) ([]error, error) {
+	r.record("Delete", q)
+	return r.b.Delete(ctx, q, handles)
+}
+
+func (r *recordingBackend) ChangeVisibility(ctx context.Context, q string, changes []queue.VisibilityChange) ([]error, error) {
+	r.record("ChangeVisibility", q)
+	return r.b.ChangeVisibility(ctx, q, changes)
+}
+
+// allows reports whether a statement of the policy allows action on the
+// resource arn. In an IAM Resource, * matches any run of characters and ?
+// any one.
+func allows(p iam.Policy, action, arn string) bool {
+	for _, s := range p.Statement {
+		pattern := strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(s.Resource))
+		if s.Effect == "Allow" && slices.Contains(s.Action, action) && regexp.MustCompile("^"+pattern+"$").MatchString(arn) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestIAMRendering checks that the committed policies and Terraform locals
