@@ -17,11 +17,11 @@ import (
 
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/deadletter"
-	"github.com/fairq/fairq/overview"
 	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/internal/batch"
 	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
+	"github.com/fairq/fairq/overview"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
