@@ -14,6 +14,10 @@ const Window = time.Minute
 // known to within this.
 const markEvery = 10 * time.Second
 
+// minWindow is the shortest window a Report divides by: in a process's
+// first second, counts over a few milliseconds would read as huge rates.
+const minWindow = time.Second
+
 // idleFor is how long a tenant with nothing in flight and no event is
 // kept before its counters are dropped.
 const idleFor = 5 * time.Minute
@@ -230,7 +234,7 @@ func (r *Recorder) Report(instance, role string) Report {
 		Instance: instance,
 		Role:     role,
 		At:       now,
-		Window:   max(now.Sub(base.at), time.Millisecond).Seconds(),
+		Window:   max(now.Sub(base.at), minWindow).Seconds(),
 		Slots:    r.slots,
 		Tenants:  map[string]TenantReport{},
 	}
