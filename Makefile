@@ -9,6 +9,7 @@
 #   make lint          gofmt, go vet and golangci-lint (when installed)
 #   make loadtest      the k6 load tests against a local system (installs k6 when missing)
 #   make chaos         the chaos suite: every fault against the real processes (about 16 minutes)
+#   make loadtest-compare A=<commit> [B=<commit>]  the gateway's throughput at two commits (wrk)
 
 GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -133,6 +134,21 @@ loadtest-deps: deps
 loadtest-smoke: loadtest-deps
 	$(GO) run ./loadtest/k6run -short -k6 "$(K6)"
 	FAIRQ_REQUIRE_SERVICES=1 $(GO) test -race -count=1 -run TestSmoke ./loadtest/harness
+
+## loadtest-compare: the gateway's throughput at two commits side by side,
+## each against the bare-handler baseline, under the same wrk load
+## (loadtest/compare.sh): make loadtest-compare A=<commit> [B=<commit>, HEAD
+## by default]. ROUNDS, DURATION and CONNS pass to the script (3, 10s, 64).
+## Installs Debian's wrk when missing.
+.PHONY: loadtest-compare deps-wrk
+loadtest-compare: deps-wrk
+	@test -n "$(A)" || { echo "usage: make loadtest-compare A=<commit> [B=<commit>]"; exit 2; }
+	loadtest/compare.sh $(A) $(or $(B),HEAD)
+
+deps-wrk:
+	@command -v wrk >/dev/null 2>&1 || { \
+	  echo "wrk missing: installing Debian's wrk"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 
 ## image: the container image $(IMAGE):$(IMAGE_TAG) from the Dockerfile, with
 ## no base image: a static binary built here, the host's CA bundle and the

@@ -46,6 +46,12 @@ type Admin struct {
 	// TokenSHA256 is the sha256 of the admin bearer token as 64 lowercase
 	// hex digits; empty disables /admin.
 	TokenSHA256 string `yaml:"token_sha256"`
+	// NoisyInFlightShare and NoisyMinInFlight are the overview's noisy
+	// rule: a tenant is noisy while its share of the fleet's messages in
+	// flight, or of its processing time, is above the share and the fleet
+	// has at least the minimum in flight.
+	NoisyInFlightShare float64 `yaml:"noisy_in_flight_share"`
+	NoisyMinInFlight   int     `yaml:"noisy_min_in_flight"`
 }
 
 // SQS configures the Amazon SQS backend.
@@ -172,6 +178,7 @@ func Default() Config {
 		Listen:   "127.0.0.1:8080",
 		Backend:  BackendMemory,
 		SQS:      SQS{Region: "us-east-1", QueuePrefix: "fairq"},
+		Admin:    Admin{NoisyInFlightShare: 0.10, NoisyMinInFlight: 30},
 		Redis:    Redis{Mode: RedisSingle, FailOpen: true},
 		Pool:     Pool{Queues: 8, ShardSize: 2},
 		Defaults: tenant.LimitsDefault.Limits(),

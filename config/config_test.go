@@ -22,6 +22,7 @@ func TestDefault(t *testing.T) {
 	want := Config{
 		Listen:  "127.0.0.1:8080",
 		Backend: "memory",
+		Admin:   Admin{NoisyInFlightShare: 0.1, NoisyMinInFlight: 30},
 		SQS:     SQS{Region: "us-east-1", QueuePrefix: "fairq"},
 		Redis:   Redis{Mode: "single", FailOpen: true},
 		Pool:    Pool{Queues: 8, ShardSize: 2},

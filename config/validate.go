@@ -113,6 +113,12 @@ func (c Config) checkServer(p *problems) {
 		p.add("gateway.max_tenant_inflight_bytes", 0, "must be from four messages of max_message_size (%d bytes) to max_inflight_bytes (%d), got %d",
 			4*c.Gateway.MaxMessageSize, c.Gateway.MaxInflightBytes, c.Gateway.MaxTenantInflightBytes)
 	}
+	if c.Admin.NoisyInFlightShare <= 0 || c.Admin.NoisyInFlightShare > 1 {
+		p.add("admin.noisy_in_flight_share", 0, "must be above 0 and at most 1, got %v", c.Admin.NoisyInFlightShare)
+	}
+	if c.Admin.NoisyMinInFlight < 1 {
+		p.add("admin.noisy_min_in_flight", 0, "must be at least 1, got %d", c.Admin.NoisyMinInFlight)
+	}
 	if c.Worker.DedupeWindow < 0 {
 		p.add("worker.dedupe_window", 0, "must not be negative, got %v", c.Worker.DedupeWindow)
 	}

@@ -110,7 +110,8 @@ func TestTerraformQueues(t *testing.T) {
 
 // TestTerraformPolicies checks the module's IAM policies: each role's
 // actions are the ones it really calls, on this deployment's queues only,
-// and with a KMS key, the key's actions on that key alone.
+// its dead-letter actions on the dead-letter queue alone, and with a KMS
+// key, the key's actions on that key alone.
 func TestTerraformPolicies(t *testing.T) {
 	called := roleCalls(t)
 	m := loadTerraform(t, "terraform")
@@ -132,47 +133,82 @@ func TestTerraformPolicies(t *testing.T) {
 			}
 		})
 	}
-	// Negative control: a role that calls one more action than its
-	// policy allows is reported.
+	// Negative controls: a role that calls one more action than its
+	// policy allows is reported, and so is a module that leaves out the
+	// gateway's dead-letter statement or puts it on every queue.
 	more := maps.Clone(called)
-	more["gateway"] = append(slices.Clone(more["gateway"]), "sqs:PurgeQueue")
+	gw := more["gateway"]
+	gw.queues = append(slices.Clone(gw.queues), "sqs:PurgeQueue")
+	more["gateway"] = gw
 	if checkPolicies(m.eval(t, nil), more, false, "") == "" {
 		t.Error("a gateway calling sqs:PurgeQueue passed: the check cannot fail")
 	}
+	for name, broken := range map[string]*tfModule{
+		"no dead-letter statement":    m.replace(t, "length(local.role_dead_letter_actions[each.key]) == 0", "true"),
+		"dead letters on every queue": m.replace(t, "Resource = [aws_sqs_queue.dlq.arn]", "Resource = local.queue_arns"),
+	} {
+		if checkPolicies(broken.eval(t, nil), called, false, "") == "" {
+			t.Errorf("a module with %s passed: the check cannot fail", name)
+		}
+	}
 }
 
-func checkPolicies(got tfResult, called map[string][]string, kms bool, key string) string {
+// checkPolicies checks the module's policies against what each role
+// calls: the statement named by the role's Sid on every queue, the one
+// suffixed DeadLetters on the dead-letter queue alone, the one suffixed
+// Kms (with a key) on the key alone. It returns the problems found, ""
+// for none.
+func checkPolicies(got tfResult, called map[string]roleActions, kms bool, key string) string {
 	var problems []string
 	arns := slices.Sorted(maps.Keys(got.queues))
 	for i, name := range arns {
 		arns[i] = testARN(name)
 	}
+	dlq := []string{testARN(got.dlq)}
 	if !slices.Equal(slices.Sorted(maps.Keys(got.policies)), slices.Sorted(maps.Keys(called))) {
 		problems = append(problems, fmt.Sprintf("policies for %v, roles %v", slices.Sorted(maps.Keys(got.policies)), slices.Sorted(maps.Keys(called))))
 	}
 	for role, p := range got.policies {
-		want := 1
-		if kms {
-			want = 2
-		}
-		if len(p.Statement) != want {
-			problems = append(problems, fmt.Sprintf("%s: %d statements, want %d", role, len(p.Statement), want))
-			continue
-		}
-		s := p.Statement[0]
-		if acts := slices.Sorted(slices.Values(s.Action)); s.Effect != "Allow" || !slices.Equal(acts, called[role]) {
-			problems = append(problems, fmt.Sprintf("%s: %s %v; the role calls %v", role, s.Effect, acts, called[role]))
-		}
-		if res := slices.Sorted(slices.Values(s.Resource)); !slices.Equal(res, arns) {
-			problems = append(problems, fmt.Sprintf("%s: resources %v, want the queues %v", role, res, arns))
+		want := called[role]
+		wantKinds := []string{"queues"}
+		if len(want.deadLetters) > 0 {
+			wantKinds = append(wantKinds, "dead letters")
 		}
 		if kms {
-			k := p.Statement[1]
-			if !slices.Equal(k.Resource, []string{key}) || len(k.Action) == 0 || !allPrefixed(k.Action, "kms:") {
-				problems = append(problems, fmt.Sprintf("%s: KMS statement %+v", role, k))
+			wantKinds = append(wantKinds, "kms")
+		}
+		var kinds []string
+		for _, s := range p.Statement {
+			res := slices.Sorted(slices.Values(s.Resource))
+			acts := slices.Sorted(slices.Values(s.Action))
+			if s.Effect != "Allow" {
+				problems = append(problems, fmt.Sprintf("%s: statement %s: effect %s, want Allow", role, s.Sid, s.Effect))
+			}
+			switch {
+			case strings.HasSuffix(s.Sid, "DeadLetters"):
+				kinds = append(kinds, "dead letters")
+				if !slices.Equal(acts, want.deadLetters) || !slices.Equal(res, dlq) {
+					problems = append(problems, fmt.Sprintf("%s: statement %s allows %v on %v; the role calls %v on the DLQ %v alone",
+						role, s.Sid, acts, res, want.deadLetters, dlq))
+				}
+			case strings.HasSuffix(s.Sid, "Kms"):
+				kinds = append(kinds, "kms")
+				if !slices.Equal(res, []string{key}) || len(acts) == 0 || !allPrefixed(acts, "kms:") {
+					problems = append(problems, fmt.Sprintf("%s: KMS statement %+v", role, s))
+				}
+			default:
+				kinds = append(kinds, "queues")
+				if !slices.Equal(acts, want.queues) || !slices.Equal(res, arns) {
+					problems = append(problems, fmt.Sprintf("%s: statement %s allows %v on %v; the role calls %v on the queues %v",
+						role, s.Sid, acts, res, want.queues, arns))
+				}
 			}
 		}
+		if !slices.Equal(kinds, wantKinds) {
+			problems = append(problems, fmt.Sprintf("%s: statements on %v, want %v", role, kinds, wantKinds))
+		}
 	}
+	slices.Sort(problems)
 	return strings.Join(problems, "\n")
 }
 
@@ -229,6 +265,7 @@ type tfPolicy struct {
 // tfResult is what the module makes for a set of variables.
 type tfResult struct {
 	queues   map[string]tfQueue
+	dlq      string // the dead-letter queue's name
 	policies map[string]tfPolicy
 	alarms   map[string]string // queue name → metric
 }
@@ -372,6 +409,7 @@ var tfFunctions = map[string]function.Function{
 	"concat":     stdlib.ConcatFunc,
 	"format":     stdlib.FormatFunc,
 	"jsonencode": stdlib.JSONEncodeFunc,
+	"length":     stdlib.LengthFunc,
 	"max":        stdlib.MaxFunc,
 	"merge":      stdlib.MergeFunc,
 	"min":        stdlib.MinFunc,
@@ -500,7 +538,7 @@ func (m *tfModule) eval(t *testing.T, vars map[string]cty.Value) tfResult {
 		}
 	}
 
-	res := tfResult{queues: map[string]tfQueue{}, policies: map[string]tfPolicy{}, alarms: map[string]string{}}
+	res := tfResult{queues: map[string]tfQueue{}, dlq: dlq["name"].AsString(), policies: map[string]tfPolicy{}, alarms: map[string]string{}}
 	for _, attrs := range append([]map[string]cty.Value{dlq}, slices.Collect(maps.Values(work))...) {
 		q := tfQueue{
 			Visibility: ctyInt(attrs["visibility_timeout_seconds"]), MaxSize: ctyInt(attrs["max_message_size"]),

@@ -56,12 +56,18 @@ func (c Config) withDefaults() Config {
 	c.Heartbeat = cmp.Or(c.Heartbeat, HeartbeatDefault)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.ID == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		rand.Read(b[:]) // never fails (crypto/rand)
-		c.ID = cmp.Or(host, "worker") + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+		c.ID = NewID()
 	}
 	return c
+}
+
+// NewID returns a name for this process in the fleet: the host name, the
+// process id and a random suffix.
+func NewID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return cmp.Or(host, "fairq") + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
 }
 
 func (c Config) validate() error {

@@ -187,3 +187,35 @@ func gauge(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no gauge %s", name)
 	return 0
 }
+
+func TestMembers(t *testing.T) {
+	t.Parallel()
+	client := redisClient(t)
+	prefix := testenv.Prefix(t) + ":"
+	before := time.Now().Add(-time.Second)
+	member(t, fleet.Config{Redis: client, Prefix: prefix, ID: "w1", Heartbeat: 50 * time.Millisecond})
+	member(t, fleet.Config{Redis: client, Prefix: prefix, ID: "w2", Heartbeat: 50 * time.Millisecond})
+	// A worker that stopped beating long ago is not a member.
+	if err := client.ZAdd(t.Context(), prefix+"fleet:workers", redis.Z{Score: float64(time.Now().Add(-time.Hour).UnixMilli()), Member: "gone"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fleet.Members(t.Context(), client, prefix, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, m := range got {
+		ids[m.ID] = true
+		if m.LastHeartbeat.Before(before) || m.LastHeartbeat.After(time.Now().Add(time.Second)) {
+			t.Errorf("member %s: heartbeat %v, want about now", m.ID, m.LastHeartbeat)
+		}
+	}
+	if len(got) != 2 || !ids["w1"] || !ids["w2"] {
+		t.Errorf("members %+v, want w1 and w2", got)
+	}
+	down := redis.NewClient(&redis.Options{Addr: testenv.Blackhole(t), DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer down.Close()
+	if _, err := fleet.Members(t.Context(), down, prefix, time.Second); err == nil {
+		t.Error("Members with Redis unreachable: no error")
+	}
+}

@@ -127,6 +127,7 @@ func (s *Server) adminRoutes(r chi.Router) {
 	r.Post("/tenants/{id}/keys", s.handleIssueKey)
 	r.Delete("/tenants/{id}/keys/{key_id}", s.handleRevokeKey)
 	r.Get("/queues", s.handleQueues)
+	r.Get("/overview", s.handleOverview)
 	r.Get("/dlq", s.handlePeek)
 	r.Delete("/dlq", s.handlePurgeDLQ)
 	r.Post("/dlq/redrive", s.handleRedrive)
@@ -315,9 +316,15 @@ func decodeOptionalBody(w http.ResponseWriter, r *http.Request, v any, fields ..
 
 // boolQuery reads an optional boolean query parameter.
 func boolQuery(r *http.Request, name string) (bool, error) {
+	return boolQueryDefault(r, name, false)
+}
+
+// boolQueryDefault reads an optional true/false query parameter, def when
+// it is absent.
+func boolQueryDefault(r *http.Request, name string, def bool) (bool, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {
-		return false, nil
+		return def, nil
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {

@@ -72,6 +72,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 			results[i] = failedEntry(e.err)
 			s.m.rejected.WithLabelValues(s.m.labels.of(t.ID), string(results[i].Code)).Inc()
 			s.stats.rejected(t.ID, 1)
+			s.cfg.Activity.Refused(t.ID, string(results[i].Code), 1)
 			retry = max(retry, results[i].RetryAfter)
 		case e.replay:
 			results[i] = acceptedEntry(http.StatusOK, e.res)
@@ -149,7 +150,7 @@ func decodeBatch(data []byte) ([]json.RawMessage, error) {
 
 // decodeEntry checks message i of a batch.
 func decodeEntry(raw json.RawMessage, i int) (message, error) {
-	if m, ok := scanMessage(raw, true); ok { // decodeMessage's fast path
+	if m, ok := fastMessage(raw, true); ok { // decodeMessage's fast path
 		return m, nil
 	}
 	prefix := fmt.Sprintf("messages[%d].", i)

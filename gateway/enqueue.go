@@ -309,6 +309,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request, t tenant.Tenant,
 	_, e := problemOf(err)
 	s.m.rejected.WithLabelValues(s.m.labels.of(t.ID), string(e.Code)).Inc()
 	s.stats.rejected(t.ID, 1)
+	s.cfg.Activity.Refused(t.ID, string(e.Code), 1)
 	s.writeError(w, r, err)
 }
 
@@ -547,6 +548,7 @@ func (s *Server) await(t tenant.Tenant, item sendItem, p pendingSend) (a accepte
 	}
 	s.m.admitted.WithLabelValues(s.m.labels.of(t.ID)).Inc()
 	s.stats.admitted(t.ID, 1)
+	s.cfg.Activity.Accepted(t.ID, 1)
 	return accepted{
 		ID:         item.meta.ID,
 		Tenant:     t.ID,

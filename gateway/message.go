@@ -47,13 +47,14 @@ type message struct {
 // invalid_request errors that name the problem. The size is checked by the
 // caller, which knows the reserved attributes.
 //
-// Every message first takes scanMessage's fast path; what that one is not
-// sure of comes back here to decodeMessageFull, which words any error.
+// Every message first takes fastMessage's fast path (goccy/go-json); what
+// that one refuses comes back here to decodeMessageFull, which words any
+// error.
 func decodeMessage(data []byte, batchEntry bool) (message, error) {
 	if !utf8.Valid(data) {
 		return message{}, errorf(CodeInvalidRequest, "request body is not valid UTF-8")
 	}
-	if m, ok := scanMessage(data, batchEntry); ok {
+	if m, ok := fastMessage(data, batchEntry); ok {
 		return m, nil
 	}
 	return decodeMessageFull(data, batchEntry)

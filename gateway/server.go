@@ -22,6 +22,7 @@ import (
 	"github.com/fairq/fairq/internal/batch"
 	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
+	"github.com/fairq/fairq/overview"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -77,6 +78,13 @@ type DeadLetters interface {
 
 var _ DeadLetters = (*deadletter.Queue)(nil)
 
+// Overview builds the overview document (overview.Collector).
+type Overview interface {
+	Document(ctx context.Context) (*overview.Document, error)
+}
+
+var _ Overview = (*overview.Collector)(nil)
+
 // Config configures a Server.
 type Config struct {
 	// Backend is where messages go; required.
@@ -93,6 +101,12 @@ type Config struct {
 	// DeadLetters, when set, serves /admin/v1/dlq (peek, redrive,
 	// purge); without it those routes answer 503.
 	DeadLetters DeadLetters
+	// Overview, when set, serves GET /admin/v1/overview
+	// (overview.Collector); without it that route answers 503.
+	Overview Overview
+	// Activity counts each tenant's messages accepted and refused, for
+	// the overview; nil counts nothing.
+	Activity *overview.Recorder
 	// AdminTokenSHA256 is the sha256 (64 hex digits) of the bearer token
 	// of the /admin API; empty turns /admin off (404).
 	AdminTokenSHA256 string

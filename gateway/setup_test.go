@@ -13,8 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/deadletter"
+	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/gateway/gatewaytest"
 	"github.com/fairq/fairq/internal/degrade"

@@ -7,4 +7,15 @@
 // script (wrk/), an open-loop generator (rate/), the bare net/http server
 // the gateway is measured against (baseline/), and the scripts that report
 // figures for BENCHMARKS.md.
+//
+// compare.sh compares the gateway's throughput at two commits: it builds
+// fairq at each in a temporary git worktree, then runs `fairq dev` of the
+// first, of the second and the baseline in turn under the same wrk load
+// (wrk/enqueue.lua), alternating them round after round, one server at a
+// time, and prints each build's requests/s, its ratio to the baseline and
+// the second's to the first's, with the load average of each run and the
+// server's CPU time per request, which the machine's other work disturbs
+// less than the rate:
+//
+//	make loadtest-compare A=main B=HEAD   # or loadtest/compare.sh main HEAD
 package loadtest

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/overview"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
@@ -79,6 +80,9 @@ type Config struct {
 	MaxTenantLabels int
 	// Registerer receives the per-tenant metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Activity counts each tenant's spills and jobs for the overview;
+	// nil counts nothing.
+	Activity *overview.Recorder
 	// NowFunc is the clock; nil uses time.Now.
 	NowFunc func() time.Time
 	// RandFunc returns a uniform number in [0, 1) for the jitter; nil
@@ -207,7 +211,7 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		return l.failed(label, id, err)
 	}
 	if !ok {
-		return l.spill(label, ReasonConcurrency, l.concurrencyWait(id, lim.Concurrency)), nil
+		return l.spill(label, id, ReasonConcurrency, l.concurrencyWait(id, lim.Concurrency)), nil
 	}
 	if yield {
 		half := throttle.Limit{Rate: lim.ProcessRate / 2, Burst: max(1, lim.ProcessBurst/2)}
@@ -225,9 +229,11 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	start := l.cfg.NowFunc()
 	inFlight := l.metrics.inFlight.WithLabelValues(label)
 	inFlight.Inc()
+	ended := l.cfg.Activity.Started(id, age, m.ReceiveCount <= 1)
 	return consumer.Verdict{Action: consumer.Dispatch, Done: func() {
 		permit.Release()
 		inFlight.Dec()
+		ended()
 		end := l.cfg.NowFunc()
 		took := end.Sub(start)
 		l.jobs.observe(id, took, end)
@@ -286,7 +292,7 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 	}
 	share := lim.Rate * throttle.Share(l.cfg.FleetSizeFunc())
 	delay := l.pacer.Reserve(key, share, d.RetryAfter, queue.MaxDelay)
-	return l.spill(label, ReasonRate, delay), nil
+	return l.spill(label, id, ReasonRate, delay), nil
 }
 
 // concurrencyWait is the delay of a message spilled for concurrency: a
@@ -306,8 +312,9 @@ func (l *Limiter) concurrencyWait(tenant string, concurrency int) time.Duration 
 }
 
 // spill returns the verdict that moves a message to overflow.
-func (l *Limiter) spill(label, reason string, delay time.Duration) consumer.Verdict {
+func (l *Limiter) spill(label, id, reason string, delay time.Duration) consumer.Verdict {
 	l.metrics.spilled.WithLabelValues(label, reason).Inc()
+	l.cfg.Activity.Spilled(id, reason)
 	return consumer.Verdict{Action: consumer.Spill, Delay: min(max(delay, 0), queue.MaxDelay), Reason: reason}
 }
 
@@ -316,7 +323,7 @@ func (l *Limiter) spill(label, reason string, delay time.Duration) consumer.Verd
 // any other error goes to the worker, which logs it and dispatches.
 func (l *Limiter) failed(label, tenant string, err error) (consumer.Verdict, error) {
 	if errors.Is(err, throttle.ErrUnavailable) {
-		return l.spill(label, ReasonUnavailable, l.concurrencyDelay()), nil
+		return l.spill(label, tenant, ReasonUnavailable, l.concurrencyDelay()), nil
 	}
 	return consumer.Verdict{}, fmt.Errorf("limits of tenant %q: %w", tenant, err)
 }

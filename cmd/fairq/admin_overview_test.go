@@ -1,8 +1,3 @@
-//go:build operate
-
-// The overview command, whose endpoint the gateway is still to serve: run
-// with `go test -tags operate`.
-
 package main
 
 import (

@@ -22,6 +22,7 @@ import (
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/internal/degrade"
+	"github.com/fairq/fairq/overview"
 	"github.com/fairq/fairq/parking"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/schedule"
@@ -64,6 +65,19 @@ const (
 	roleTool                // a command that runs once: dlq redrive
 )
 
+// String names the role as the overview's reports do.
+func (r role) String() string {
+	switch r {
+	case roleDev:
+		return "dev"
+	case roleGateway:
+		return "gateway"
+	case roleWorker:
+		return "worker"
+	}
+	return "tool"
+}
+
 // system is one fairq process: the parts that cmd wires from a Config.
 type system struct {
 	role     role
@@ -90,6 +104,14 @@ type system struct {
 	fleet       *fleet.Fleet
 	semaphore   *throttle.RedisSemaphore // nil without Redis
 	autoscaling *fleet.Autoscaling
+
+	// What an operator sees: this process's counts of each tenant's
+	// messages, published for the fleet on the board (with Redis), and,
+	// where the admin API is, the overview built from them.
+	instance string
+	activity *overview.Recorder
+	board    *overview.Board     // nil without Redis
+	overview *overview.Collector // nil but on a gateway
 
 	// started holds what Start started, in order; Stop stops it in reverse.
 	started []component
@@ -122,6 +144,9 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 	}
 	if cfg.Redis.Configured() {
 		s.redis = newRedisClient(cfg.Redis)
+	}
+	if err := s.withActivity(); err != nil {
+		return nil, err
 	}
 	s.tenants, err = tenant.New(tenant.Config{
 		Tenants:      tenantSpecs(cfg.Tenants),
@@ -171,6 +196,26 @@ func newSystem(ctx context.Context, r role, cfg config.Config, logger *slog.Logg
 		return nil, fmt.Errorf("shard tracker: %w", err)
 	}
 	return s, nil
+}
+
+// withActivity makes this process's Recorder of each tenant's activity
+// and, with Redis, the board it is published on for the overview.
+func (s *system) withActivity() error {
+	s.instance = fleet.NewID()
+	var slots int
+	if s.role == roleDev || s.role == roleWorker {
+		slots = s.cfg.Worker.Connections
+	}
+	s.activity = overview.NewRecorder(overview.RecorderConfig{Slots: slots})
+	if s.redis == nil || s.role == roleTool {
+		return nil
+	}
+	var err error
+	s.board, err = overview.NewBoard(overview.BoardConfig{
+		Redis: s.redis, Prefix: s.keyPrefix(), Instance: s.instance, Role: s.role.String(),
+		Recorder: s.activity, Logger: s.logger,
+	})
+	return err
 }
 
 // clusterReload is how often a client of a Redis Cluster reloads the map
@@ -292,6 +337,32 @@ func (s *system) withGateway() error {
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
 	}
+	s.overview, err = overview.New(overview.Config{
+		Depths:  s.backend,
+		Names:   s.names,
+		Tenants: s.tenants,
+		Backlog: s.backlog,
+		Shard: func(tenant string) []int {
+			sh := s.tracker.Pool().Shard(tenant)
+			out := make([]int, sh.Len())
+			for i := range out {
+				out[i] = sh.Queue(i)
+			}
+			return out
+		},
+		Local:            s.activity,
+		Instance:         s.instance,
+		Role:             s.role.String(),
+		Redis:            s.redisOrNil(),
+		Prefix:           s.keyPrefix(),
+		NoisyShare:       s.cfg.Admin.NoisyInFlightShare,
+		NoisyMinInFlight: s.cfg.Admin.NoisyMinInFlight,
+		Registerer:       s.registry,
+		Logger:           s.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("overview: %w", err)
+	}
 	s.gateway, err = gateway.New(gateway.Config{
 		Backend:           s.backend,
 		Names:             s.names,
@@ -299,6 +370,8 @@ func (s *system) withGateway() error {
 		Tenants:           s.tenants,
 		Limiter:           limiter,
 		DeadLetters:       dead,
+		Overview:          s.overview,
+		Activity:          s.activity,
 		AdminTokenSHA256:  s.cfg.Admin.TokenSHA256,
 		Backlog:           s.backlog,
 		FailClosed:        !s.cfg.Redis.FailOpen,
@@ -329,7 +402,7 @@ func (s *system) withGateway() error {
 // process.
 func (s *system) workerLimiter() (consumer.Limiter, error) {
 	var err error
-	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), Logger: s.logger, Registerer: s.registry, RedisMetrics: s.degrade})
+	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), ID: s.instance, Logger: s.logger, Registerer: s.registry, RedisMetrics: s.degrade})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
@@ -352,6 +425,7 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		BacklogAge:    s.cfg.Worker.BacklogAge,
 		FleetSizeFunc: s.fleet.Last,
 		Registerer:    s.registry,
+		Activity:      s.activity,
 	}
 	if s.redis != nil {
 		primary, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: s.redis, Prefix: s.keyPrefix()})
@@ -520,7 +594,7 @@ func (s *system) pushHandler(url string) (consumer.Handler, error) {
 func (s *system) Start(ctx context.Context) error {
 	parts := []component{s.tenants, s.backlog}
 	if s.gateway != nil {
-		parts = append(parts, s.tracker, s.gateway)
+		parts = append(parts, s.tracker, s.gateway, s.overview)
 	}
 	if s.worker != nil {
 		// The fleet registration and the lease renewer before the worker
@@ -534,6 +608,9 @@ func (s *system) Start(ctx context.Context) error {
 	}
 	if s.scheduler != nil {
 		parts = append(parts, s.scheduler)
+	}
+	if s.board != nil {
+		parts = append(parts, s.board)
 	}
 	for _, p := range parts {
 		if err := p.Start(ctx); err != nil {

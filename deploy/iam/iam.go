@@ -1,5 +1,7 @@
 // Package iam is the one source of fairq's least-privilege IAM policies:
-// the SQS actions each role calls. The JSON policies beside this file and
+// the SQS actions each role calls on the deployment's queues and, for a
+// role that runs the dead-letter tools, on the dead-letter queue alone.
+// The JSON policies beside this file and
 // the Terraform module's deploy/terraform/iam.tf are rendered from it by
 // `go generate ./deploy/iam` (the render command, which also renders the
 // policies for another queue prefix); the deploy package's tests check
@@ -26,6 +28,10 @@ type Role struct {
 	// Actions are the SQS actions the role calls, on the deployment's
 	// queues only.
 	Actions []string
+	// DeadLetterActions are the SQS actions the role calls on the
+	// dead-letter queue and on no other queue, beyond Actions: a second
+	// statement, <Sid>DeadLetters, allows them on that queue alone.
+	DeadLetterActions []string
 }
 
 // Roles are fairq's roles, in the order the files list them.
@@ -33,11 +39,19 @@ var Roles = []Role{
 	{
 		Name: "gateway",
 		Sid:  "FairqGateway",
-		What: "fairq gateway: sends messages and reads queue depths",
+		What: "fairq gateway: sends messages, reads queue depths, and peeks at, purges and redrives dead letters",
 		Actions: []string{
 			"sqs:GetQueueUrl",
 			"sqs:GetQueueAttributes",
 			"sqs:SendMessage",
+		},
+		// The admin API's dead-letter tools receive, delete and hide dead
+		// letters; a redrive sends them back with SendMessage on the live
+		// queues, which Actions allows.
+		DeadLetterActions: []string{
+			"sqs:ReceiveMessage",
+			"sqs:DeleteMessage",
+			"sqs:ChangeMessageVisibility",
 		},
 	},
 	{
@@ -80,16 +94,27 @@ func Resource(prefix string) string {
 	return "arn:aws:sqs:*:*:" + prefix + "-*"
 }
 
+// DeadLetterResource is the ARN pattern of a deployment's dead-letter
+// queue, <prefix>-dlq, in any region and account.
+func DeadLetterResource(prefix string) string {
+	return "arn:aws:sqs:*:*:" + prefix + "-dlq"
+}
+
+// DeadLetterSid names the statement of a role's DeadLetterActions.
+func (r Role) DeadLetterSid() string { return r.Sid + "DeadLetters" }
+
 // KMSActions are the KMS actions the role needs on the key of queues
 // encrypted with a customer managed key (SSE-KMS): a producer generates
 // data keys and decrypts them, a consumer decrypts. None is needed with
-// SQS-managed encryption (SSE-SQS).
+// SQS-managed encryption (SSE-SQS). The dead-letter queue shares the
+// deployment's key, so its actions count as the others do.
 func (r Role) KMSActions() []string {
+	all := slices.Concat(r.Actions, r.DeadLetterActions)
 	var kms []string
-	if slices.Contains(r.Actions, "sqs:SendMessage") {
+	if slices.Contains(all, "sqs:SendMessage") {
 		kms = append(kms, "kms:GenerateDataKey")
 	}
-	if slices.Contains(r.Actions, "sqs:SendMessage") || slices.Contains(r.Actions, "sqs:ReceiveMessage") {
+	if slices.Contains(all, "sqs:SendMessage") || slices.Contains(all, "sqs:ReceiveMessage") {
 		kms = append(kms, "kms:Decrypt")
 	}
 	return kms
@@ -109,9 +134,11 @@ type Statement struct {
 	Resource string
 }
 
-// Policy returns the role's policy for the queues of prefix.
+// Policy returns the role's policy for the queues of prefix: its Actions
+// on every queue and, if it has any, its DeadLetterActions on the
+// dead-letter queue.
 func (r Role) Policy(prefix string) Policy {
-	return Policy{
+	p := Policy{
 		Version: "2012-10-17",
 		Statement: []Statement{{
 			Sid:      r.Sid,
@@ -120,6 +147,15 @@ func (r Role) Policy(prefix string) Policy {
 			Resource: Resource(prefix),
 		}},
 	}
+	if len(r.DeadLetterActions) > 0 {
+		p.Statement = append(p.Statement, Statement{
+			Sid:      r.DeadLetterSid(),
+			Effect:   "Allow",
+			Action:   slices.Clone(r.DeadLetterActions),
+			Resource: DeadLetterResource(prefix),
+		})
+	}
+	return p
 }
 
 // PolicyJSON returns the role's policy for prefix as the committed files

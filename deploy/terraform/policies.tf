@@ -1,7 +1,9 @@
 # One policy per role (gateway, worker, admin) on this deployment's queues
-# only, with the actions of iam.tf. Attach each to the role its processes
-# run under (an instance profile, an IRSA or Pod Identity role, a task
-# role). With a KMS key, each role may also use the key as SQS needs it.
+# only, with the actions of iam.tf; a role's dead-letter actions (the
+# gateway's dead-letter tools) are allowed on the DLQ alone. Attach each to
+# the role its processes run under (an instance profile, an IRSA or Pod
+# Identity role, a task role). With a KMS key, each role may also use the
+# key as SQS needs it.
 
 resource "aws_iam_policy" "role" {
   for_each = local.role_sqs_actions
@@ -15,6 +17,11 @@ resource "aws_iam_policy" "role" {
       Effect   = "Allow"
       Action   = each.value
       Resource = local.queue_arns
+      }], length(local.role_dead_letter_actions[each.key]) == 0 ? [] : [{
+      Sid      = "${local.role_sids[each.key]}DeadLetters"
+      Effect   = "Allow"
+      Action   = local.role_dead_letter_actions[each.key]
+      Resource = [aws_sqs_queue.dlq.arn]
       }], local.sse_sqs ? [] : [{
       Sid      = "${local.role_sids[each.key]}Kms"
       Effect   = "Allow"
