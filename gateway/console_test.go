@@ -24,7 +24,7 @@ func (f *fixture) consoleLogin(tok string) *httptest.ResponseRecorder {
 }
 
 // consoleSession logs in with the admin token and returns the cookie.
-func (f *fixture) consoleSession(t *testing.T) *http.Cookie {
+func (f *fixture) consoleSession(t testing.TB) *http.Cookie {
 	t.Helper()
 	w := f.consoleLogin(adminToken)
 	for _, c := range w.Result().Cookies() {

@@ -8,6 +8,8 @@
   const POLL_MS = 1000; // at most one poll a second
   const STALE_MS = 5000; // the status line turns red after this long without news
   const BATCH = 1000; // dead letters per redrive or purge call
+  const HISTORY_MS = 10000; // the queues' histories gain a point every 10 s: fetched that often
+  const HISTORY_SPAN_MS = 15 * 60000; // and hold the last 15 minutes
   const LIMITS = ["ingest_rate", "ingest_burst", "process_rate", "process_burst", "concurrency", "soft_backlog", "max_backlog", "drop_age"];
 
   const $ = (sel, root = document) => root.querySelector(sel);
@@ -129,7 +131,7 @@
   function fillOnce(td, sig, build) {
     if (td.dataset.sig === sig) return;
     td.dataset.sig = sig;
-    td.replaceChildren(...build());
+    td.replaceChildren(...build().filter((k) => k != null));
   }
   const textCol = (get, cls) => ({ cls, fill: (td, x) => setText(td, get(x)) });
   const withSub = (td, main, sub, title) => {
@@ -140,7 +142,9 @@
   // ---- state ----
   const state = {
     overview: null,
-    basic: false, // this gateway serves no overview: tenants and queues only
+    history: new Map(), // queue name → its last 15 min, fetched every HISTORY_MS
+    historyAt: 0,
+    historyEnd: 0, // generated_at of the history
     lastOK: 0,
     sort: { key: "backlog", dir: -1 },
   };
@@ -161,9 +165,13 @@
       svg.append(document.createElementNS(SVG, "title"));
       td.append(svg);
     }
-    const h = q.history || [];
+    // The x axis is the last 15 minutes up to the history's reading, so
+    // that a young process's line starts part of the way across.
+    const h = state.history.get(q.name) || [];
+    const end = state.historyEnd;
     const peak = Math.max(1, ...h.map((p) => Math.max(p.visible, p.not_visible)));
-    const pts = (f) => h.map((p, i) => `${h.length > 1 ? ((i * 120) / (h.length - 1)).toFixed(1) : 0},${(21 - (f(p) * 20) / peak).toFixed(1)}`).join(" ");
+    const x = (p) => Math.max(0, 120 - ((end - Date.parse(p.at)) * 120) / HISTORY_SPAN_MS).toFixed(1);
+    const pts = (f) => h.map((p) => `${x(p)},${(21 - (f(p) * 20) / peak).toFixed(1)}`).join(" ");
     svg.children[0].setAttribute("points", pts((p) => p.not_visible));
     svg.children[1].setAttribute("points", pts((p) => p.visible));
     setText(svg.children[2], h.length ? `visible (blue) and in flight (grey), peak ${peak}, ${h.length} points` : "no history");
@@ -216,11 +224,8 @@
     },
     {
       key: "noisy", label: "noisy", sort: (t) => (t.noisy ? 1 : 0),
-      fill: (td, t) => {
-        fillOnce(td, t.noisy ? "1" : "0", () => (t.noisy ? [el("span", { class: "badge noisy" }, "noisy")] : []));
-        const title = t.noisy_reason || "";
-        if (td.title !== title) td.title = title;
-      },
+      fill: (td, t) => fillOnce(td, t.noisy ? "1" + t.noisy_reason : "0",
+        () => (t.noisy ? [el("span", { class: "badge noisy" }, "noisy"), el("span", { class: "sub" }, t.noisy_reason || "")] : [])),
     },
     { label: "", cls: "actions", fill: (td, t) => fillOnce(td, stateText(t), () => tenantActions(t)) },
   ];
@@ -297,24 +302,19 @@
   // ---- workers ----
   function renderWorkers(o) {
     const note = $("#workers-note");
-    if (!o.workers) {
-      note.hidden = false;
-      setText(note, "This gateway serves no overview: workers are not shown.");
-    } else if (!o.workers.length) {
-      note.hidden = false;
-      setText(note, "No worker has registered.");
-    } else note.hidden = true;
+    note.hidden = o.workers.length > 0;
+    setText(note, "No worker has registered.");
     const at = Date.parse(o.generated_at) || Date.now();
     const cols = [
       textCol((w) => w.id, "id"),
       {
         cls: "num",
         fill: (td, w) => {
-          setText(td, `${num(w.slots_in_use)} / ${num(w.slots)}`);
-          td.classList.toggle("over", w.slots_in_use >= w.slots);
+          setText(td, w.reporting === false ? "not reporting" : `${num(w.slots_in_use)} / ${num(w.slots)}`);
+          td.classList.toggle("over", w.reporting === false || w.slots_in_use >= w.slots);
         },
       },
-      textCol((w) => num(w.messages_per_s), "num"),
+      textCol((w) => (w.reporting === false ? dash : num(w.messages_per_s)), "num"),
       {
         fill: (td, w) => {
           const since = (at - Date.parse(w.last_heartbeat)) / 1000;
@@ -324,42 +324,25 @@
         },
       },
     ];
-    renderRows($("#workers tbody"), o.workers || [], (w) => w.id, cols);
+    renderRows($("#workers tbody"), o.workers, (w) => w.id, cols);
   }
 
   // ---- polling ----
-  // basicOverview is what a gateway without GET /admin/v1/overview
-  // shows: the tenants' states and limits, the queues' depths.
-  async function basicOverview() {
-    const [t, q] = await Promise.all([api("GET", "/tenants"), api("GET", "/queues")]);
-    const dlq = q.queues.filter((x) => x.role === "dlq").reduce((a, x) => a + x.visible, 0);
-    return {
-      generated_at: new Date().toISOString(),
-      queues: q.queues,
-      tenants: t.tenants.map((x) => ({
-        id: x.id, state: x.state, pause_ingest: x.pause_ingest,
-        concurrency: x.limits.concurrency, process_rate_limit: x.limits.process_rate,
-      })),
-      workers: null,
-      dlq: { visible: dlq },
-    };
-  }
+  // refresh reads the overview: without the queues' histories but every
+  // HISTORY_MS, when they have a new point.
   async function refresh() {
-    let o;
-    if (!state.basic) {
-      try {
-        o = await api("GET", "/overview");
-      } catch (e) {
-        if (e.status !== 404) throw e;
-        state.basic = true;
-      }
+    const withHistory = Date.now() - state.historyAt >= HISTORY_MS;
+    const o = await api("GET", withHistory ? "/overview" : "/overview?history=false");
+    if (withHistory) {
+      state.history = new Map(o.queues.map((q) => [q.name, q.history || []]));
+      state.historyAt = Date.now();
+      state.historyEnd = Date.parse(o.generated_at);
     }
-    if (state.basic) o = await basicOverview();
     state.overview = o;
     state.lastOK = Date.now();
-    const note = $("#tenants-note");
-    note.hidden = !state.basic;
-    setText(note, state.basic ? "This gateway serves no overview (GET /admin/v1/overview): rates, ages, noisiness and shards are not shown." : "");
+    const partial = $("#partial");
+    partial.hidden = !o.partial;
+    setText(partial, o.partial ? `Part of the overview could not be read: ${(o.problems || []).join("; ")}` : "");
     renderQueues(o);
     renderTenants(o);
     renderShards(o);
@@ -518,7 +501,7 @@
   });
 
   // ---- dead letters ----
-  const dlq = { query: null, cursor: null, selected: new Set() };
+  const dlq = { cursor: null, peekedAt: 0, selected: new Set() };
   const peekForm = $("#dlq-peek");
   const dlqBody = $("#dlq tbody");
   const dlqNote = $("#dlq-note");
@@ -548,8 +531,9 @@
     if (cursor) q.set("cursor", cursor);
     $("#dlq-peek-button").disabled = true;
     try {
+      const at = Date.now();
       const res = await api("GET", `/dlq?${q}`);
-      dlq.query = q;
+      dlq.peekedAt = at;
       dlq.cursor = res.next_cursor;
       dlq.selected.clear();
       $("#dlq-all").checked = false;
@@ -587,27 +571,41 @@
   const dlqCount = () => (state.overview && state.overview.dlq ? state.overview.dlq.visible : null);
   const filterTenant = () => peekForm.elements.tenant.value.trim();
 
+  // A peek hides what it shows for a minute, and a redrive finds only
+  // the dead letters it can see: a redrive of ids just peeked at tries
+  // again every few seconds until that minute is over, saying so.
+  const PEEK_HIDE_MS = 60000;
+  const RETRY_MS = 5000;
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
   $("#dlq-redrive-selected").addEventListener("click", async (e) => {
-    const ids = Array.from(dlq.selected);
+    const ids = Array.from(dlq.selected); // one page: at most 100, as the API takes
+    const visibleAt = dlq.peekedAt + PEEK_HIDE_MS;
     e.target.disabled = true;
+    let moved = 0, failed = 0;
     try {
-      progress(`redriving ${ids.length}…`);
-      // The API takes at most 100 ids a call.
-      const sum = { moved: 0, skipped: 0, failed: 0 };
-      for (let i = 0; i < ids.length; i += 100) {
-        const res = await api("POST", "/dlq/redrive", { ids: ids.slice(i, i + 100) });
-        for (const k of Object.keys(sum)) sum[k] += res[k] || 0;
+      for (;;) {
+        const res = await api("POST", "/dlq/redrive", { ids });
+        moved += res.moved;
+        failed += res.failed || 0;
+        if (moved + failed >= ids.length || Date.now() > visibleAt + RETRY_MS) break;
+        progress(`moved ${moved} of ${ids.length}; the others are hidden by the peek until ${new Date(visibleAt).toLocaleTimeString()}: trying again…`);
+        await sleep(RETRY_MS);
       }
-      for (const id of ids) {
-        const tr = dlqBody.querySelector(`tr[data-key="${CSS.escape(id)}"]`);
-        if (tr) { tr.classList.add("done"); tr.cells[0].firstChild.checked = false; tr.cells[0].firstChild.disabled = true; }
+      if (moved === ids.length) {
+        for (const box of dlqBody.querySelectorAll("input[data-id]:checked")) {
+          box.checked = false;
+          box.disabled = true;
+          box.closest("tr").classList.add("done");
+        }
+        dlq.selected.clear();
       }
-      dlq.selected.clear();
-      progress(`redrive: moved ${sum.moved}, skipped ${sum.skipped}, failed ${sum.failed}`);
+      progress(`redrive: moved ${moved} of ${ids.length}` + (failed ? `, ${failed} could not be moved` : "") +
+        (moved + failed < ids.length ? "; the others were not found (redriven or purged meanwhile?)" : ""));
       clearProblem("redrive");
       kick();
     } catch (err) {
-      progress("");
+      progress(moved ? `redrive: moved ${moved} of ${ids.length} before it failed` : "");
       showProblem("redrive", err);
     } finally {
       selectedChanged();
@@ -645,7 +643,9 @@
         failed += res.failed || 0;
         return { count: res.moved, more: res.moved >= BATCH };
       });
-      progress(`redrive done: moved ${moved}` + (failed ? `, ${failed} could not be moved (run it again)` : ""));
+      const hidden = Date.now() < dlq.peekedAt + PEEK_HIDE_MS;
+      progress(`redrive done: moved ${moved}` + (failed ? `, ${failed} could not be moved (run it again)` : "") +
+        (hidden ? `; those the last peek showed are hidden until ${new Date(dlq.peekedAt + PEEK_HIDE_MS).toLocaleTimeString()}: run it again then` : ""));
       clearProblem("redrive");
       kick();
     } catch (err) {
