@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,12 +74,13 @@ type consoleApp struct {
 	mu        sync.Mutex
 	held      map[string]chan struct{} // closed at release
 	failing   map[string]bool
-	delivered map[string][]string // tenant → fairq ids answered 200
+	delay     map[string]time.Duration // how long a push takes
+	delivered map[string][]string      // tenant → fairq ids answered 200
 }
 
 func newConsoleApp(t *testing.T) *consoleApp {
 	t.Helper()
-	a := &consoleApp{held: map[string]chan struct{}{}, failing: map[string]bool{}, delivered: map[string][]string{}}
+	a := &consoleApp{held: map[string]chan struct{}{}, failing: map[string]bool{}, delay: map[string]time.Duration{}, delivered: map[string][]string{}}
 	srv := newHTTPServer(t, http.HandlerFunc(a.serve))
 	a.url = srv + "/work"
 	return a
@@ -88,8 +90,17 @@ func (a *consoleApp) serve(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	who, id := r.Header.Get("X-Fairq-Tenant"), r.Header.Get("X-Aws-Sqsd-Msgid")
 	a.mu.Lock()
-	gate := a.held[who]
+	gate, delay := a.held[who], a.delay[who]
 	a.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if gate != nil {
 		select {
 		case <-gate:
@@ -447,6 +458,25 @@ listen: 127.0.0.1:0
 		chromedp.Click(chromedp.ID("limits-save")))
 	b.waitFor("globex's concurrency shown as 7", fmt.Sprintf(`/ 7$/.test(%s)`, cell("globex", colInFlight)), 10*time.Second)
 
+	// Purge asks first, naming the tenant, and acts only once its id is
+	// typed.
+	b.do("open globex's purge", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`#tenants tr[data-key="globex"] button[data-action="purge"]`)),
+		chromedp.WaitVisible(chromedp.ID("confirm-typed")))
+	if got := eval[string](b, "the purge dialog", `document.querySelector('#confirm-title').textContent + '|' + document.querySelector('#confirm-ok').disabled`); got != "Purge tenant globex?|true" {
+		t.Errorf("the purge dialog shows %q, want it to name globex with its button off", got)
+	}
+	b.do("confirm globex's purge", 10*time.Second,
+		chromedp.SendKeys(chromedp.ID("confirm-typed"), "globex"),
+		chromedp.Click(chromedp.ID("confirm-ok")))
+	b.waitFor("the purge said done", `/^globex purged: messages enqueued before /.test(document.querySelector('#note').textContent)`, 10*time.Second)
+
+	// Sorting: by tenant id, then the other way.
+	b.do("sort by tenant", 10*time.Second, chromedp.Click(chromedp.CSS(`#tenants th[data-sort="id"]`)))
+	b.waitFor("sorted by id", `Array.from(document.querySelectorAll('#tenants tbody tr')).map(r => r.dataset.key).join() === "acme,globex,poison"`, 5*time.Second)
+	b.do("sort by tenant, descending", 10*time.Second, chromedp.Click(chromedp.CSS(`#tenants th[data-sort="id"]`)))
+	b.waitFor("sorted by id, descending", `Array.from(document.querySelectorAll('#tenants tbody tr')).map(r => r.dataset.key).join() === "poison,globex,acme"`, 5*time.Second)
+
 	// The dead letter, once the application is mended, redriven from the
 	// page and delivered. The peek hid it for a minute: the console tries
 	// again until then.
@@ -470,19 +500,138 @@ listen: 127.0.0.1:0
 	}
 }
 
-// screenshot saves the page as a PNG in the artifact directory and
-// returns its path.
-func (b *browser) screenshot(t *testing.T, name string) string {
+// png returns a PNG of the whole page, scrolled to its top first so
+// that the sticky header is where it belongs.
+func (b *browser) png(t *testing.T) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
 	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0); document.activeElement && document.activeElement.blur()`)); err != nil {
+		t.Fatalf("scroll to the top: %v", err)
+	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
+	return png
+}
+
+// screenshot saves the page as a PNG in the artifact directory and
+// returns its path.
+func (b *browser) screenshot(t *testing.T, name string) string {
+	t.Helper()
+	png := b.png(t)
 	path := filepath.Join(artifactDir(t), name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+var (
+	screenshotPath   = flag.String("console.screenshot", "", "TestConsoleScreenshot writes the console in a realistic state to this PNG file")
+	screenshotWarmup = flag.Duration("console.screenshot.warmup", 2*time.Minute, "how long TestConsoleScreenshot runs traffic before the screenshot")
+)
+
+// TestConsoleScreenshot makes the README's screenshot of the console
+// (docs/console.png), only when asked:
+//
+//	go test ./cmd/fairq -run TestConsoleScreenshot -console.screenshot=$PWD/docs/console.png
+//
+// It runs fairq dev with six tenants and traffic for a couple of minutes:
+// acme busy on a slow application (noisy), initech paused with a growing
+// backlog, umbrella refused past its ingest rate, hooli slow, globex fast,
+// and poison whose messages all fail into the dead-letter queue.
+func TestConsoleScreenshot(t *testing.T) {
+	if *screenshotPath == "" {
+		t.Skip("writes docs/console.png only when asked: go test ./cmd/fairq -run TestConsoleScreenshot -console.screenshot=$PWD/docs/console.png")
+	}
+	b := newBrowser(t)
+	app := newConsoleApp(t)
+	ids := []string{"acme", "globex", "hooli", "initech", "poison", "umbrella"}
+	var specs strings.Builder
+	for _, id := range ids {
+		limits := ""
+		switch id {
+		case "acme":
+			limits = ", concurrency: 40"
+		case "umbrella":
+			limits = ", ingest_rate: 5, ingest_burst: 5"
+		}
+		fmt.Fprintf(&specs, "  - {id: %s, api_keys: [%q]%s}\n", id, tenant.HashKey("fq_shot_"+id), limits)
+	}
+	sum := sha256.Sum256([]byte(consoleTestToken))
+	_, gw, _ := startDev(t, fmt.Sprintf("listen: 127.0.0.1:0\nadmin: {token_sha256: %s}\nworker: {max_retries: 2, error_visibility_timeout: 2s}\ntenants:\n%s",
+		hex.EncodeToString(sum[:]), specs.String()), devOptions{pushURL: app.url}, nil)
+	t.Cleanup(app.releaseAll)
+	app.mu.Lock()
+	app.delay["acme"], app.delay["hooli"], app.delay["globex"] = 2*time.Second, 400*time.Millisecond, 20*time.Millisecond
+	app.failing["poison"] = true
+	app.mu.Unlock()
+
+	req, _ := http.NewRequest("POST", gw+"/admin/v1/tenants/initech/pause", nil)
+	req.Header.Set("Authorization", "Bearer "+consoleTestToken)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
+		t.Fatalf("pause initech: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+
+	// Traffic every 200 ms until the screenshot: messages per tick.
+	perTick := map[string]int{"acme": 10, "globex": 4, "hooli": 1, "initech": 1, "umbrella": 3}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for id, k := range perTick {
+				for range k {
+					send(gw, "fq_shot_"+id, fmt.Sprintf(`{"body": {"n": %d}}`, n))
+				}
+			}
+			if n%10 == 0 {
+				send(gw, "fq_shot_poison", `{"body": "always fails"}`)
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-done
+	}()
+
+	b.do("log in", 20*time.Second, chromedp.Navigate(gw+"/console/"),
+		chromedp.SendKeys(chromedp.ID("token"), consoleTestToken),
+		chromedp.Click(chromedp.CSS(`#login button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tenants tbody tr[data-key="acme"]`)))
+	t.Logf("traffic for %v before the screenshot", *screenshotWarmup)
+	time.Sleep(*screenshotWarmup) // the picture needs minutes of history, not a condition
+	b.waitFor("acme noisy", fmt.Sprintf(`/noisy/.test(%s)`, cell("acme", 9)), time.Minute)
+	b.do("peek at the dead letters", 20*time.Second,
+		chromedp.SetValue(chromedp.CSS(`#dlq-peek input[name="limit"]`), "5"),
+		chromedp.Click(chromedp.ID("dlq-peek-button")),
+		chromedp.WaitVisible(chromedp.CSS(`#dlq tbody tr`)))
+	png := b.png(t)
+	if err := os.WriteFile(*screenshotPath, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s, %d bytes", *screenshotPath, len(png))
+}
+
+// send enqueues one message, whatever the answer: the traffic of the
+// screenshot is refused in part on purpose.
+func send(gw, key, body string) {
+	req, _ := http.NewRequest("POST", gw+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
 }
