@@ -489,6 +489,12 @@ listen: 127.0.0.1:0
 	b.screenshot(t, "console.png")
 	t.Logf("screenshots in %s", filepath.Dir(shot))
 
+	// Logging out: the form again, and the page's requests refused.
+	b.do("log out", 20*time.Second, chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("token")))
+	if st := eval[int](b, "the API after logging out", `fetch('/admin/v1/tenants', {headers: {'X-Fairq-Console': '1'}}).then(r => r.status)`); st != 401 {
+		t.Errorf("GET /admin/v1/tenants from the page after logging out: %d, want 401", st)
+	}
+
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, m := range b.messages {
