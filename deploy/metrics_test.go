@@ -23,6 +23,7 @@ import (
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/internal/degrade"
+	"github.com/fairq/fairq/overview"
 	"github.com/fairq/fairq/queue"
 	"github.com/fairq/fairq/schedule"
 	"github.com/fairq/fairq/sharding"
@@ -186,6 +187,8 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metric, error) {
 	_, err = backlog.NewTracker(backlog.TrackerConfig{Counter: counter, Depths: memory, Queues: names.Live, Registerer: rec, RedisMetrics: redisMetrics})
 	check(err)
 	_, err = schedule.New(schedule.Config{Backend: memory, Queue: names.Live[0], Redis: rdb, KeyPrefix: prefix, Registerer: rec})
+	check(err)
+	_, err = overview.New(overview.Config{Depths: memory, Names: names, Tenants: tenants, Registerer: rec})
 	check(err)
 	if err := errors.Join(append(errs, rec.err)...); err != nil {
 		return nil, err
