@@ -31,7 +31,7 @@ LDFLAGS    := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) \
               -X main.modified=$(MODIFIED) -X main.buildTime=$(BUILD_TIME)
 GOBUILD     = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags "$(LDFLAGS)"
 
-.PHONY: all build test deps deps-lint deps-redis deps-fauxqs deps-deploy deps-oapi-codegen deps-promtool fuzz-smoke bench lint loadtest clean \
+.PHONY: all build test deps deps-lint deps-redis deps-chromium deps-fauxqs deps-deploy deps-oapi-codegen deps-promtool fuzz-smoke bench lint loadtest clean \
         image release manifests deploy-check
 
 all: build
@@ -39,19 +39,25 @@ all: build
 build:
 	$(GOBUILD) -o fairq ./cmd/fairq
 
-## test: what CI runs. Installs redis-server (Debian), fauxqs (npm, from
-## the committed lockfile), promtool (from Debian's prometheus package)
-## and oapi-codegen (go install) when they are missing.
+## test: what CI runs. Installs redis-server and chromium (Debian), fauxqs
+## (npm, from the committed lockfile), promtool (from Debian's prometheus
+## package) and oapi-codegen (go install) when they are missing.
 test: deps
 	$(GO) test -race -timeout 12m $(PKGS)
 	$(MAKE) --no-print-directory fuzz-smoke
 
-deps: deps-redis deps-fauxqs deps-oapi-codegen deps-promtool deps-deploy
+deps: deps-redis deps-chromium deps-fauxqs deps-oapi-codegen deps-promtool deps-deploy
 
 deps-redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "redis-server missing: installing Debian's redis-server"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+## deps-chromium: the headless browser the console's test drives (chromedp).
+deps-chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "chromium missing: installing Debian's chromium"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 deps-fauxqs: node_modules/.fauxqs-installed
 
