@@ -571,9 +571,11 @@
   const dlqCount = () => (state.overview && state.overview.dlq ? state.overview.dlq.visible : null);
   const filterTenant = () => peekForm.elements.tenant.value.trim();
 
-  // A peek hides what it shows for a minute, and a redrive finds only
-  // the dead letters it can see: a redrive of ids just peeked at tries
-  // again every few seconds until that minute is over, saying so.
+  // A peek hides what it shows for a minute. The gateway that answered
+  // the peek redrives those ids at once; behind a load balancer another
+  // gateway finds only the dead letters it can see, so a redrive that
+  // moved fewer than it named tries again every few seconds until that
+  // minute is over, saying so.
   const PEEK_HIDE_MS = 60000;
   const RETRY_MS = 5000;
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
