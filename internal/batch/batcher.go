@@ -10,24 +10,24 @@ import (
 	"time"
 )
 
-// Defaults of Config.
-const (
-	MaxItemsDefault = 10
-	WindowDefault   = 2 * time.Millisecond
-)
+// MaxItemsDefault is the default of Config.MaxItems.
+const MaxItemsDefault = 10
 
 // ErrStopped is returned by the Submit methods before Start and after Stop.
 var ErrStopped = errors.New("batcher is not running")
 
-// Mode says when a batch whose key has no flush under way goes.
+// Mode says whether a batch that is not full waits for more items.
 type Mode int
 
 const (
-	// GroupCommit flushes it at once; items gather only behind a flush
-	// of their key in flight, for at most Window.
-	GroupCommit Mode = iota
-	// Linger lets it wait up to Window after its first item for others,
-	// whether or not a flush of its key is under way.
+	// Adaptive lets a batch wait, up to Window after its first item, only
+	// while more items are likely to join it: while the rest of its
+	// window is expected, at its key's recent rate of items, to bring at
+	// least companyLikely more. Otherwise, and whenever Window is zero,
+	// it goes at once. A key that sees few items therefore never waits.
+	Adaptive Mode = iota
+	// Linger lets every batch wait up to Window after its first item for
+	// others.
 	Linger
 )
 
@@ -46,9 +46,9 @@ type Config[T, R any] struct {
 	MaxBytes int
 	Size     func(T) int
 	// Window is the longest an item waits for others before its batch
-	// goes (see Mode); zero uses WindowDefault.
+	// goes (see Mode); zero sends every batch at once.
 	Window time.Duration
-	// Mode is GroupCommit (the zero value) or Linger.
+	// Mode is Adaptive (the zero value) or Linger.
 	Mode Mode
 	// MaxFlushes bounds the flushes under way at once, all keys
 	// together: a batch due beyond it waits for one to end. Zero: no
@@ -58,7 +58,6 @@ type Config[T, R any] struct {
 
 func (c Config[T, R]) withDefaults() Config[T, R] {
 	c.MaxItems = cmp.Or(c.MaxItems, MaxItemsDefault)
-	c.Window = cmp.Or(c.Window, WindowDefault)
 	return c
 }
 
@@ -72,7 +71,7 @@ func (c Config[T, R]) validate() error {
 		return errors.New("batch: MaxBytes needs Size")
 	case c.Window < 0:
 		return fmt.Errorf("batch: Window %v is negative", c.Window)
-	case c.Mode != GroupCommit && c.Mode != Linger:
+	case c.Mode != Adaptive && c.Mode != Linger:
 		return fmt.Errorf("batch: unknown Mode %d", c.Mode)
 	case c.MaxFlushes < 0:
 		return fmt.Errorf("batch: MaxFlushes %d is negative", c.MaxFlushes)
@@ -82,18 +81,20 @@ func (c Config[T, R]) validate() error {
 
 // Batcher coalesces concurrent items with the same key into batches: a
 // batch goes when it holds MaxItems items (or MaxBytes), when its Window
-// ends, or, in GroupCommit mode, at once if no flush of its key is under
-// way and else when that flush returns. Each item gets its own result.
-// Flushes run concurrently, each in a goroutine the Batcher owns; Stop
-// flushes what is pending and waits for every flush.
+// ends, or, in Adaptive mode, as soon as more items are no longer likely
+// within its window. Each item gets its own result. Flushes run
+// concurrently, several of one key among them, each in a goroutine the
+// Batcher owns; Stop flushes what is pending and waits for every flush.
 type Batcher[T, R any] struct {
-	cfg Config[T, R]
-	sem chan struct{} // sized MaxFlushes; nil without a bound
+	cfg     Config[T, R]
+	sem     chan struct{} // sized MaxFlushes; nil without a bound
+	horizon time.Duration // over which a key's rate is measured (Adaptive)
 
 	mu      sync.Mutex
 	running bool
 	stopped bool
-	keys    map[string]*keyState[T, R] // keys with a batch gathering or a flush under way
+	keys    map[string]*keyState[T, R] // keys with a batch gathering or a flush under way; in Adaptive mode, also those seen lately
+	swept   time.Time                  // when idle keys were last forgotten (Adaptive)
 	ctx     context.Context            // of the flushes; cancelled when Stop gives up
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // flushes in progress
@@ -105,12 +106,14 @@ type keyState[T, R any] struct {
 	pending  *group[T, R] // gathering; nil if none
 	inFlight int          // flushes under way, counting one about to take pending
 	taking   bool         // a flush goroutine is about to take pending
+	rate     arrivals     // the key's recent items (Adaptive)
 }
 
 // group is one batch, from its first item to its results.
 type group[T, R any] struct {
 	buf     *buffer[T, R] // its items, from the pool
 	bytes   int
+	opened  time.Time     // when its first item came
 	timer   *time.Timer   // armed while the batch waits for its window
 	done    chan struct{} // closed when results or err are set
 	results []R
@@ -130,7 +133,7 @@ func New[T, R any](cfg Config[T, R]) (*Batcher[T, R], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	b := &Batcher[T, R]{cfg: cfg}
+	b := &Batcher[T, R]{cfg: cfg, horizon: rateHorizon(cfg.Window)}
 	if cfg.MaxFlushes > 0 {
 		b.sem = make(chan struct{}, cfg.MaxFlushes)
 	}
@@ -214,9 +217,10 @@ func (b *Batcher[T, R]) submit(key string, item T, done func(R, error)) (Ticket[
 	if !b.running {
 		return Ticket[T, R]{}, ErrStopped
 	}
-	ks := b.add(key, item, size, done)
+	now := b.now()
+	ks := b.add(key, item, size, done, now)
 	t := Ticket[T, R]{g: ks.pending, i: len(ks.pending.buf.items) - 1}
-	b.settle(key, ks)
+	b.settle(key, ks, now)
 	return t, nil
 }
 
@@ -233,8 +237,9 @@ func (b *Batcher[T, R]) SubmitAll(keys []string, items []T) ([]Ticket[T, R], err
 		return nil, ErrStopped
 	}
 	tickets := make([]Ticket[T, R], len(items))
+	now := b.now()
 	for i, item := range items {
-		ks := b.add(keys[i], item, b.size(item), nil)
+		ks := b.add(keys[i], item, b.size(item), nil, now)
 		tickets[i] = Ticket[T, R]{g: ks.pending, i: len(ks.pending.buf.items) - 1}
 		if b.full(ks.pending) {
 			b.launch(keys[i], ks)
@@ -242,7 +247,7 @@ func (b *Batcher[T, R]) SubmitAll(keys []string, items []T) ([]Ticket[T, R], err
 	}
 	for _, key := range keys {
 		if ks := b.keys[key]; ks != nil && ks.pending != nil {
-			b.settle(key, ks)
+			b.settle(key, ks, now)
 		}
 	}
 	return tickets, nil
@@ -255,13 +260,30 @@ func (b *Batcher[T, R]) size(item T) int {
 	return b.cfg.Size(item)
 }
 
-// add appends an item to the pending batch of key, first flushing that
-// batch if the item would take it past MaxBytes. Called with mu held.
-func (b *Batcher[T, R]) add(key string, item T, size int, done func(R, error)) *keyState[T, R] {
+// now is the time of an item, when a window makes it matter.
+func (b *Batcher[T, R]) now() time.Time {
+	if b.cfg.Window == 0 {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// keepsRates reports whether the Batcher measures each key's rate, and so
+// remembers keys between batches.
+func (b *Batcher[T, R]) keepsRates() bool { return b.cfg.Mode == Adaptive && b.cfg.Window > 0 }
+
+// add appends an item that came at now to the pending batch of key, first
+// flushing that batch if the item would take it past MaxBytes. Called
+// with mu held.
+func (b *Batcher[T, R]) add(key string, item T, size int, done func(R, error), now time.Time) *keyState[T, R] {
 	ks := b.keys[key]
 	if ks == nil {
+		b.forgetIdle(now)
 		ks = &keyState[T, R]{}
 		b.keys[key] = ks
+	}
+	if b.keepsRates() {
+		ks.rate.add(now, b.horizon)
 	}
 	if g := ks.pending; g != nil && b.cfg.MaxBytes > 0 && g.bytes+size > b.cfg.MaxBytes {
 		// This item would make the batch too large: send it as it is.
@@ -272,7 +294,7 @@ func (b *Batcher[T, R]) add(key string, item T, size int, done func(R, error)) *
 		if buf == nil {
 			buf = &buffer[T, R]{items: make([]T, 0, b.cfg.MaxItems)}
 		}
-		ks.pending = &group[T, R]{buf: buf, done: make(chan struct{})}
+		ks.pending = &group[T, R]{buf: buf, opened: now, done: make(chan struct{})}
 	}
 	g := ks.pending
 	g.buf.items = append(g.buf.items, item)
@@ -293,22 +315,49 @@ func (b *Batcher[T, R]) full(g *group[T, R]) bool {
 	return len(g.buf.items) >= b.cfg.MaxItems || b.cfg.MaxBytes > 0 && g.bytes >= b.cfg.MaxBytes
 }
 
-// settle decides the fate of key's pending batch: flushed now if full; in
-// GroupCommit mode, taken by a new flush if no flush of key is under way;
-// else left to gather until its window ends (or, in GroupCommit mode, a
-// flush of key returns). Called with mu held.
-func (b *Batcher[T, R]) settle(key string, ks *keyState[T, R]) {
+// forgetIdle forgets, at most once every sweepEvery horizons, the keys
+// with nothing pending or under way whose rate has faded to nothing, so
+// that the map holds the keys in use. Called with mu held.
+func (b *Batcher[T, R]) forgetIdle(now time.Time) {
+	if !b.keepsRates() || now.Sub(b.swept) < sweepEvery*b.horizon {
+		return
+	}
+	b.swept = now
+	for key, ks := range b.keys {
+		if ks.pending == nil && ks.inFlight == 0 && now.Sub(ks.rate.at) > sweepEvery*b.horizon {
+			delete(b.keys, key)
+		}
+	}
+}
+
+// settle decides the fate of key's pending batch, just after an item came
+// at now: flushed now if full; left to gather until its window ends while
+// it waits (see waits); else taken by a new flush at once, whether or not
+// a flush of key is under way. Called with mu held.
+func (b *Batcher[T, R]) settle(key string, ks *keyState[T, R], now time.Time) {
 	g := ks.pending
 	switch {
 	case b.full(g):
 		b.launch(key, ks)
-	case b.cfg.Mode == GroupCommit && ks.inFlight == 0:
-		b.take(key, ks)
 	case ks.taking:
 		// About to be taken.
+	case !b.waits(ks, g, now):
+		b.take(key, ks)
 	case g.timer == nil:
-		g.timer = time.AfterFunc(b.cfg.Window, func() { b.expire(key, g) })
+		g.timer = time.AfterFunc(g.opened.Add(b.cfg.Window).Sub(now), func() { b.expire(key, g) })
 	}
+}
+
+// waits reports whether key's pending batch g, not full, waits at now for
+// more items: in Linger mode until its window ends; in Adaptive mode while
+// the rest of its window is expected to bring more (worthWaiting), at the
+// rate of the key's items before the one that just came.
+func (b *Batcher[T, R]) waits(ks *keyState[T, R], g *group[T, R], now time.Time) bool {
+	left := g.opened.Add(b.cfg.Window).Sub(now)
+	if b.cfg.Mode == Linger || left <= 0 {
+		return left > 0
+	}
+	return worthWaiting(ks.rate.recent(now, b.horizon)-1, b.horizon, left)
 }
 
 // Do submits an item and waits for its result.
@@ -395,17 +444,14 @@ func (b *Batcher[T, R]) take(key string, ks *keyState[T, R]) {
 	}()
 }
 
-// returned notes that a flush of key returned and, in GroupCommit mode,
-// sends the batch that gathered meanwhile. Forgetting an idle key keeps
-// the map to the keys in use.
+// returned notes that a flush of key returned. Forgetting an idle key
+// keeps the map to the keys in use; a key whose rate is measured is kept
+// until it fades (forgetIdle).
 func (b *Batcher[T, R]) returned(key string, ks *keyState[T, R]) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ks.inFlight--
-	switch {
-	case ks.pending != nil && !ks.taking && b.cfg.Mode == GroupCommit:
-		b.take(key, ks)
-	case ks.inFlight == 0 && ks.pending == nil && b.keys[key] == ks:
+	if ks.inFlight == 0 && ks.pending == nil && b.keys[key] == ks && !b.keepsRates() {
 		delete(b.keys, key)
 	}
 }

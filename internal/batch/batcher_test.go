@@ -63,48 +63,50 @@ func newBatcher(t *testing.T, cfg batch.Config[int, string]) *batch.Batcher[int,
 	return b
 }
 
-func TestGroupCommitCoalesces(t *testing.T) {
+// TestAdaptive feeds one key a steady stream of items, one every gap, and
+// checks when each batch went: the times are those of synctest's fake
+// clock, so that they are exact.
+func TestAdaptive(t *testing.T) {
 	const ms = time.Millisecond
-	type submit struct {
-		key  string
-		item int
-		at   time.Duration // since start, in order
-	}
 	tests := []struct {
-		name    string
-		window  time.Duration
-		submits []submit
-		want    map[string][][]int
-		wantAt  []time.Duration
+		name   string
+		window time.Duration
+		gap    time.Duration
+		n      int
+		// Of the ten batches before the last (the end of the stream, which
+		// waits out its window): their sizes, and the longest an item
+		// waited in the second half of the stream.
+		wantSizes []int
+		wantWait  time.Duration
+		// wantCalls bounds the flushes of the whole stream.
+		wantCalls int
 	}{
 		{
-			name:    "an item of an idle key goes at once",
-			window:  time.Hour,
-			submits: []submit{{"a", 0, 0}},
-			want:    map[string][][]int{"a": {{0}}},
-			wantAt:  []time.Duration{0},
+			name:   "a key with few items never waits",
+			window: 10 * ms, gap: 50 * ms, n: 40,
+			wantSizes: []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, wantWait: 0, wantCalls: 40,
 		},
 		{
-			name:   "items gather while a flush is under way and go when it returns, or when full",
-			window: time.Hour,
-			submits: []submit{
-				{"a", 0, 0}, {"a", 1, 0}, {"a", 2, 0}, {"a", 3, 0}, {"a", 4, 0}, {"a", 5, 0}, {"a", 6, 0},
-				{"a", 7, 0}, {"a", 8, 0}, {"a", 9, 0}, {"a", 10, 0}, {"a", 11, 0}, {"a", 12, 0},
-				{"b", 13, 0}, {"b", 14, 0},
-				{"a", 15, 30 * ms}, // idle again: at once
-			},
-			want: map[string][][]int{
-				"a": {{0}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {11, 12}, {15}},
-				"b": {{13}, {14}},
-			},
-			wantAt: []time.Duration{0, 0, 0, 10 * ms, 10 * ms, 30 * ms},
+			name:   "a busy key's items gather for the window, once its rate is known",
+			window: 4500 * time.Microsecond, gap: ms, n: 100,
+			wantSizes: []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5}, wantWait: 4500 * time.Microsecond, wantCalls: 30,
 		},
 		{
-			name:    "the window bounds the wait for a slow flush",
-			window:  2 * ms,
-			submits: []submit{{"a", 0, 0}, {"a", 1, 0}, {"a", 2, 1 * ms}, {"a", 3, 3 * ms}},
-			want:    map[string][][]int{"a": {{0}, {1, 2}, {3}}},
-			wantAt:  []time.Duration{0, 2 * ms, 5 * ms},
+			name:   "a full batch goes before its window ends",
+			window: 10 * ms, gap: 100 * time.Microsecond, n: 400,
+			wantSizes: []int{10, 10, 10, 10, 10, 10, 10, 10, 10, 10}, wantWait: 900 * time.Microsecond, wantCalls: 50,
+		},
+		{
+			name: "a batch goes when the rest of its window is unlikely to bring more",
+			// At one item every 4.5 ms, the 0.5 ms left after the second
+			// is expected to bring a ninth of an item.
+			window: 5 * ms, gap: 4500 * time.Microsecond, n: 100,
+			wantSizes: []int{2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, wantWait: 4500 * time.Microsecond, wantCalls: 60,
+		},
+		{
+			name:   "no window: every item goes at once, however busy its key",
+			window: 0, gap: 100 * time.Microsecond, n: 100,
+			wantSizes: []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, wantWait: 0, wantCalls: 100,
 		},
 	}
 	for _, tt := range tests {
@@ -112,37 +114,83 @@ func TestGroupCommitCoalesces(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rec := &recorder{start: time.Now(), delay: 10 * ms}
 				b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: tt.window})
-				var wg sync.WaitGroup
-				results := make([]string, len(tt.submits))
-				for i, sub := range tt.submits {
-					time.Sleep(sub.at - time.Since(rec.start))
-					wg.Go(func() {
-						r, err := b.Do(context.Background(), sub.key, sub.item)
-						if err != nil {
-							t.Error(err)
+				sent := make([]time.Duration, tt.n)
+				var mu sync.Mutex
+				flushed := make([]time.Duration, tt.n)
+				for i := range tt.n {
+					time.Sleep(time.Duration(i)*tt.gap - time.Since(rec.start))
+					sent[i] = time.Since(rec.start)
+					err := b.SubmitFunc("k", i, func(r string, err error) {
+						if want := fmt.Sprintf("k/%d", i); r != want || err != nil {
+							t.Errorf("item %d: %q, %v, want its own result %q", i, r, err, want)
 						}
-						results[i] = r
 					})
-					synctest.Wait() // submit in order
+					if err != nil {
+						t.Fatal(err)
+					}
+					synctest.Wait() // a batch taken at once is flushed before the next item
 				}
-				wg.Wait()
+				time.Sleep(time.Second)
 				if err := b.Stop(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(tt.want, rec.batches); diff != "" {
-					t.Errorf("batches (-want +got):\n%s", diff)
-				}
-				if diff := cmp.Diff(tt.wantAt, rec.flushTimes()); diff != "" {
-					t.Errorf("flush times (-want +got):\n%s", diff)
-				}
-				for i, sub := range tt.submits {
-					if want := fmt.Sprintf("%s/%d", sub.key, sub.item); results[i] != want {
-						t.Errorf("item %d got %q, want its own result %q", sub.item, results[i], want)
+				batches := rec.batches["k"]
+				at := rec.flushTimes()
+				for j, items := range batches {
+					for _, i := range items {
+						mu.Lock()
+						flushed[i] = at[j]
+						mu.Unlock()
 					}
+				}
+				if len(batches) > tt.wantCalls {
+					t.Errorf("%d flushes for %d items, want at most %d", len(batches), tt.n, tt.wantCalls)
+				}
+				last := batches[len(batches)-1]
+				var sizes []int
+				for _, items := range batches[max(0, len(batches)-11) : len(batches)-1] {
+					sizes = append(sizes, len(items))
+				}
+				if diff := cmp.Diff(tt.wantSizes, sizes); diff != "" {
+					t.Errorf("sizes of the last batches (-want +got):\n%s", diff)
+				}
+				var longest time.Duration
+				for i := range tt.n {
+					wait := flushed[i] - sent[i]
+					if wait > tt.window {
+						t.Errorf("item %d waited %v, past the window of %v", i, wait, tt.window)
+					}
+					if i >= tt.n/2 && !slices.Contains(last, i) {
+						longest = max(longest, wait)
+					}
+				}
+				if longest != tt.wantWait {
+					t.Errorf("items of the second half waited up to %v, want %v", longest, tt.wantWait)
 				}
 			})
 		})
 	}
+}
+
+// TestAdaptiveDoesNotWaitForAFlush: without a window, an item goes at once
+// even while a flush of its key is under way, in a flush of its own.
+func TestAdaptiveDoesNotWaitForAFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{start: time.Now(), delay: time.Minute}
+		b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush})
+		for i := range 3 {
+			time.Sleep(time.Millisecond)
+			if err := b.SubmitFunc("k", i, nil); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		ms := time.Millisecond
+		if diff := cmp.Diff([]time.Duration{ms, 2 * ms, 3 * ms}, rec.flushTimes()); diff != "" {
+			t.Errorf("flush times (-want +got):\n%s", diff)
+		}
+		b.Stop(context.Background())
+	})
 }
 
 func TestBatcherSubmitAll(t *testing.T) {
@@ -164,8 +212,8 @@ func TestBatcherSubmitAll(t *testing.T) {
 			}
 		}
 		b.Stop(context.Background())
-		// An idle key's items go together at once; past a full batch the
-		// rest waits for the window, as any item behind a flush does.
+		// Each key's items go together at once: sixteen items at one
+		// instant are not taken for a rate that fills a 2 ms window.
 		want := map[string][][]int{
 			"a": {{0, 1, 3}},
 			"b": {{2}},
@@ -174,7 +222,7 @@ func TestBatcherSubmitAll(t *testing.T) {
 		if diff := cmp.Diff(want, rec.batches); diff != "" {
 			t.Errorf("batches (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff([]time.Duration{0, 0, 0, 2 * time.Millisecond}, rec.flushTimes()); diff != "" {
+		if diff := cmp.Diff([]time.Duration{0, 0, 0, 0}, rec.flushTimes()); diff != "" {
 			t.Errorf("flush times (-want +got):\n%s", diff)
 		}
 		if _, err := b.SubmitAll([]string{"a"}, nil); err == nil {
@@ -191,6 +239,7 @@ func TestBatcherMaxBytes(t *testing.T) {
 			MaxBytes: 100,
 			Size:     func(i int) int { return i },
 			Window:   time.Hour,
+			Mode:     batch.Linger,
 		})
 		var wg sync.WaitGroup
 		for _, size := range []int{40, 50, 30, 150, 20, 80} {
@@ -199,10 +248,10 @@ func TestBatcherMaxBytes(t *testing.T) {
 		}
 		wg.Wait()
 		b.Stop(context.Background())
-		// 40 at once; 50+30, then 150 would pass 100; 150 alone; 20+80
-		// reaches 100. Batches flushed at the same instant may go in
-		// either order.
-		want := [][]int{{20, 80}, {40}, {50, 30}, {150}}
+		// 40+50, then 30 would pass 100; 30, then 150 would; 150 alone
+		// is past it; 20+80 reaches 100. Batches flushed at the same
+		// instant may go in either order.
+		want := [][]int{{20, 80}, {30}, {40, 50}, {150}}
 		got := rec.batches["k"]
 		slices.SortFunc(got, func(a, b []int) int { return a[0] - b[0] })
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -214,7 +263,7 @@ func TestBatcherMaxBytes(t *testing.T) {
 func TestBatcherStopFlushesPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{start: time.Now(), delay: time.Minute}
-		b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: time.Hour})
+		b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: time.Hour, Mode: batch.Linger})
 		var tickets []batch.Ticket[int, string]
 		for i := range 3 {
 			tk, err := b.Submit("k", i)
@@ -222,13 +271,14 @@ func TestBatcherStopFlushesPending(t *testing.T) {
 				t.Fatal(err)
 			}
 			tickets = append(tickets, tk)
-			synctest.Wait() // 0 is taken before 1 comes
+			synctest.Wait()
 		}
 		if err := b.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		// 0 went at once; Stop sent 1 and 2 without waiting for it.
-		if diff := cmp.Diff([]time.Duration{0, 0}, rec.flushTimes()); diff != "" {
+		// The items waited for a window of an hour; Stop sent them
+		// without waiting for it.
+		if diff := cmp.Diff([]time.Duration{0}, rec.flushTimes()); diff != "" {
 			t.Errorf("Stop did not flush at once: flush times %v", rec.at)
 		}
 		for i, tk := range tickets {
@@ -296,18 +346,17 @@ func TestBatcherFlushFailures(t *testing.T) {
 func TestBatcherWaitHonoursContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{start: time.Now(), delay: time.Minute}
-		b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: time.Hour})
-		if _, err := b.Submit("k", 0); err != nil { // under way for a minute
+		b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: time.Hour, Mode: batch.Linger})
+		if _, err := b.Submit("k", 0); err != nil { // waits for an hour
 			t.Fatal(err)
 		}
-		synctest.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 		defer cancel()
 		if _, err := b.Do(ctx, "k", 1); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Do: %v", err)
 		}
 		b.Stop(context.Background())
-		if diff := cmp.Diff([][]int{{0}, {1}}, rec.batches["k"]); diff != "" {
+		if diff := cmp.Diff([][]int{{0, 1}}, rec.batches["k"]); diff != "" {
 			t.Errorf("the item of a caller that left was not sent on Stop (-want +got):\n%s", diff)
 		}
 	})
@@ -498,32 +547,35 @@ func TestConfigRefused(t *testing.T) {
 
 // BenchmarkBatcher measures the cost of an item through the batcher and
 // how many flushes (send calls) each item costs, with many concurrent
-// callers and a flush that takes 1 ms like a fast network call.
+// callers and a flush that takes 1 ms like a fast network call, without a
+// window and with one of 2 ms.
 func BenchmarkBatcher(b *testing.B) {
-	for _, par := range []int{1, 8, 128} {
-		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
-			var flushes atomic.Int64
-			bt, err := batch.New(batch.Config[int, int]{Flush: func(_ context.Context, _ string, items []int) ([]int, error) {
-				flushes.Add(1)
-				time.Sleep(time.Millisecond)
-				return items, nil
-			}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			bt.Start(context.Background())
-			defer bt.Stop(context.Background())
-			b.ReportAllocs()
-			b.SetParallelism(par)
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				for pb.Next() {
-					if _, err := bt.Do(ctx, "q", 1); err != nil {
-						b.Error(err)
-					}
+	for _, window := range []time.Duration{0, 2 * time.Millisecond} {
+		for _, par := range []int{1, 8, 128} {
+			b.Run(fmt.Sprintf("window=%v/parallelism=%d", window, par), func(b *testing.B) {
+				var flushes atomic.Int64
+				bt, err := batch.New(batch.Config[int, int]{Window: window, Flush: func(_ context.Context, _ string, items []int) ([]int, error) {
+					flushes.Add(1)
+					time.Sleep(time.Millisecond)
+					return items, nil
+				}})
+				if err != nil {
+					b.Fatal(err)
 				}
+				bt.Start(context.Background())
+				defer bt.Stop(context.Background())
+				b.ReportAllocs()
+				b.SetParallelism(par)
+				b.RunParallel(func(pb *testing.PB) {
+					ctx := context.Background()
+					for pb.Next() {
+						if _, err := bt.Do(ctx, "q", 1); err != nil {
+							b.Error(err)
+						}
+					}
+				})
+				b.ReportMetric(float64(flushes.Load())/float64(b.N), "flushes/item")
 			})
-			b.ReportMetric(float64(flushes.Load())/float64(b.N), "flushes/item")
-		})
+		}
 	}
 }

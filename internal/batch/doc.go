@@ -4,20 +4,25 @@
 // name), flushes each batch in a goroutine it owns, and gives every item
 // its own result: a Ticket to wait on, or a callback.
 //
-// The two modes differ only in when a batch that has no flush of its key
-// under way goes:
+// The two modes differ in whether a batch that is not full waits for
+// more items, for at most Window after its first:
 //
-//   - GroupCommit (the gateway): at once, the way a database groups
-//     commits. Items gather only behind a flush in flight, for at most
-//     Window, so a lone item waits for nothing and the calls per item
-//     fall as the load rises and as the calls slow down. It suits callers
-//     who wait for the answer (an HTTP client waiting for its 202).
-//   - Linger (the worker): every batch waits up to Window after its first
-//     item for others to join it. It suits work nobody waits for (a delete
-//     after a job's outcome), where fewer calls are worth a few
+//   - Adaptive (the gateway): only while more are likely. The Batcher
+//     keeps each key's recent rate of items, and a batch waits while the
+//     rest of its window is expected, at that rate, to bring a quarter of
+//     an item more; otherwise it goes at once. A queue that sees a few
+//     messages a second never makes one wait; a busy one gathers batches
+//     of what the window brings. It suits callers who wait for the answer
+//     (an HTTP client waiting for its 202), who should pay the wait only
+//     where it saves calls.
+//   - Linger (the worker): always. It suits work nobody waits for (a
+//     delete after a job's outcome), where fewer calls are worth a few
 //     milliseconds.
 //
-// In both, a batch goes as soon as it is full (MaxItems, MaxBytes), and
-// MaxFlushes can bound the flushes under way at once. See
-// docs/architecture.md for how the batches fit the flow of a message.
+// A batch that goes at once still takes the items handed over at the same
+// moment: its flush yields the processor once before taking them. In both
+// modes a batch goes as soon as it is full (MaxItems, MaxBytes), several
+// flushes of one key may be under way at once, and MaxFlushes can bound
+// the flushes under way. See docs/architecture.md for how the batches fit
+// the flow of a message.
 package batch
