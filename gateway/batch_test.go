@@ -48,7 +48,7 @@ func brief(rs []entryResult) []entryResult {
 
 func TestBatch(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *gateway.Config) { c.BatchWindow = 20 * time.Millisecond })
+	f := setup(t, func(c *gateway.Config) { c.SendWindow = 20 * time.Millisecond })
 	_, got := f.batch(t, acmeKey,
 		`{"body":"first","attributes":{"n":"1"}}`,
 		`{"body":{"second":true}}`,
@@ -92,7 +92,7 @@ func TestBatch(t *testing.T) {
 
 func TestBatchCoalesces(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *gateway.Config) { c.BatchWindow = 50 * time.Millisecond })
+	f := setup(t, func(c *gateway.Config) { c.SendWindow = 50 * time.Millisecond })
 	msgs := make([]string, 40)
 	for i := range msgs {
 		msgs[i] = fmt.Sprintf(`{"body":"m%d"}`, i)

@@ -15,9 +15,10 @@
 // and await. Before any of it, precheck and the body budget (body.go)
 // refuse what would be refused anyway, without reading the body.
 //
-// The batcher groups sends the way a database groups commits: a message
-// whose queue has no call under way goes at once, messages that arrive
-// while one is under way gather for the next. flush (sender.go) states the
+// The batcher groups the sends to each queue: a message waits up to
+// SendWindow (gateway.send_window) for others to the same queue, but only
+// while the rate of that queue makes others likely within it; a full batch
+// and a message to a quiet queue go at once. flush (sender.go) states the
 // one retry policy: the backend retries a call, flush retries entries a
 // call reported failed, SendTimeout bounds both. backendHealth
 // (backend_health.go) turns failures into a fast 503 and /readyz's answer.

@@ -93,11 +93,11 @@ func (p signalPicker) Pick(tenant string) int {
 
 // TestStopFlushesPending: a message in the batcher when the gateway stops
 // is sent, and its client answered 202. (internal/batch's
-// TestBatcherStopFlushesPending holds one behind a call under way.)
+// TestBatcherStopFlushesPending holds items in a window of an hour.)
 func TestStopFlushesPending(t *testing.T) {
 	t.Parallel()
 	picker := signalPicker{gatewaytest.NewRoundRobin(4), make(chan struct{}, 1)}
-	f := setup(t, func(c *gateway.Config) { c.BatchWindow = time.Hour; c.Picker = picker })
+	f := setup(t, func(c *gateway.Config) { c.SendWindow = time.Hour; c.Picker = picker })
 	answer := make(chan int)
 	go func() { answer <- f.do(t, request{key: acmeKey, body: `{"body":"x"}`}).Code }()
 	<-picker.picked

@@ -118,7 +118,7 @@ func concurrentRepeats(t *testing.T, n int, post func(i int) (int, accepted)) st
 
 func TestConcurrentRepeats(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *gateway.Config) { c.BatchWindow = 20 * time.Millisecond })
+	f := setup(t, func(c *gateway.Config) { c.SendWindow = 20 * time.Millisecond })
 	concurrentRepeats(t, 20, func(int) (int, accepted) {
 		w := f.do(t, request{key: acmeKey, body: `{"body":"x"}`, header: map[string]string{"Idempotency-Key": "same"}})
 		if w.Code == http.StatusConflict && (w.Header().Get("Retry-After") == "" || decode[problem](t, w).Code != "idempotency_key_in_progress") {

@@ -142,11 +142,14 @@ type Config struct {
 	// counts it; zero uses queue.MaxMessageSizeDefault, at most
 	// queue.MaxMessageSizeCap.
 	MaxMessageSize int
-	// BatchWindow is the longest a message waits behind a
-	// SendMessageBatch call to its queue already under way before its
-	// own batch goes; a message for a queue with no call under way goes
-	// at once. Zero uses BatchWindowDefault (2 ms).
-	BatchWindow time.Duration
+	// SendWindow is the longest a message may wait for others going to
+	// the same queue before its SendMessageBatch call goes
+	// (gateway.send_window). It waits only while others are likely within
+	// it, at the rate messages have lately gone to that queue (see
+	// batch.Adaptive); a full batch goes at once. Zero sends every message
+	// at once, sharing a call only with those handed over at the same
+	// moment.
+	SendWindow time.Duration
 	// MaxBatchBody caps the raw body of POST /v1/messages/batch; zero
 	// uses MaxBatchBodyDefault (8 MiB).
 	MaxBatchBody int
@@ -187,7 +190,6 @@ const idemLeaseMargin = 2 * time.Second
 
 // Config defaults.
 const (
-	BatchWindowDefault     = 2 * time.Millisecond
 	BatchBytesDefault      = 256 << 10
 	SendTimeoutDefault     = 3 * time.Second
 	ReadyCacheDefault      = time.Second
@@ -199,7 +201,6 @@ const (
 
 func (c Config) withDefaults() Config {
 	c.MaxMessageSize = cmp.Or(c.MaxMessageSize, queue.MaxMessageSizeDefault)
-	c.BatchWindow = cmp.Or(c.BatchWindow, BatchWindowDefault)
 	c.BatchBytes = cmp.Or(c.BatchBytes, BatchBytesDefault)
 	c.MaxBatchBody = cmp.Or(c.MaxBatchBody, MaxBatchBodyDefault)
 	c.SendTimeout = cmp.Or(c.SendTimeout, SendTimeoutDefault)
@@ -249,8 +250,8 @@ func (c Config) validate() error {
 	if c.IdempotencyWindow < time.Second || c.MaxLocalIdempotencyKeys < 1 {
 		bad("IdempotencyWindow %v must be at least 1s and MaxLocalIdempotencyKeys %d positive", c.IdempotencyWindow, c.MaxLocalIdempotencyKeys)
 	}
-	if c.SendTimeout < 0 || c.BatchWindow < 0 {
-		bad("SendTimeout %v and BatchWindow %v must be positive", c.SendTimeout, c.BatchWindow)
+	if c.SendTimeout < 0 || c.SendWindow < 0 {
+		bad("SendTimeout %v and SendWindow %v must not be negative", c.SendTimeout, c.SendWindow)
 	}
 	if c.MaxInflightBytes < int64(c.MaxMessageSize) || c.MaxTenantInflightBytes < int64(c.MaxMessageSize) || c.MaxTenantInflightBytes > c.MaxInflightBytes {
 		bad("MaxInflightBytes %d and MaxTenantInflightBytes %d must hold a message of MaxMessageSize %d, and the tenant's share at most the whole",
@@ -322,7 +323,8 @@ func New(cfg Config) (*Server, error) {
 		MaxItems: queue.MaxBatch,
 		MaxBytes: cfg.BatchBytes,
 		Size:     func(it sendItem) int { return it.size },
-		Window:   cfg.BatchWindow,
+		Window:   cfg.SendWindow,
+		Mode:     batch.Adaptive,
 	})
 	if err != nil {
 		return nil, err

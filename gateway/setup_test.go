@@ -114,10 +114,7 @@ func setup(t testing.TB, change ...func(*gateway.Config)) *fixture {
 		Registerer:   f.reg,
 		Gatherer:     f.reg,
 		Now:          f.clock.Now,
-		// Sequential test requests need not wait for company; the
-		// batcher's own tests cover coalescing.
-		BatchWindow: time.Microsecond,
-		DeadLetters: dead,
+		DeadLetters:  dead,
 	}
 	for _, c := range change {
 		c(&cfg)

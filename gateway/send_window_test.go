@@ -1,0 +1,126 @@
+package gateway_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fairq/fairq/gateway"
+	"github.com/fairq/fairq/gateway/gatewaytest"
+)
+
+// firstQueue is a Picker that sends every message to live queue 0.
+type firstQueue struct{ *gatewaytest.RoundRobin }
+
+func (firstQueue) Pick(string) int { return 0 }
+
+// TestSendWindow sends single messages to one queue, in synctest's bubble
+// so that the batcher's window runs on the fake clock: first a steady
+// stream that gives the queue a rate (a message every millisecond for 20
+// ms), then n messages at one instant. It counts the SendMessageBatch
+// calls the n messages took and when each was answered.
+func TestSendWindow(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name   string
+		window time.Duration
+		n      int
+		// wantCalls is the calls of the n messages, or, when 0, any
+		// number from 1 to n.
+		wantCalls int
+		// wantAnswered is how long after they were sent the n messages
+		// were answered: the first of each count, then the rest.
+		wantAnswered map[time.Duration]int
+	}{
+		{
+			name:   "25 sends within the window share ⌈25/10⌉ calls",
+			window: 10 * ms, n: 25, wantCalls: 3,
+			// Two full calls go at once; the last five wait out the window.
+			wantAnswered: map[time.Duration]int{0: 20, 10 * ms: 5},
+		},
+		{
+			name:   "10 sends fill one call, which does not wait",
+			window: 10 * ms, n: 10, wantCalls: 1,
+			wantAnswered: map[time.Duration]int{0: 10},
+		},
+		{
+			name:   "send_window 0: every message goes at once",
+			window: 0, n: 25,
+			wantAnswered: map[time.Duration]int{0: 25},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := setup(t, func(c *gateway.Config) {
+					c.SendWindow = tt.window
+					c.Picker = firstQueue{gatewaytest.NewRoundRobin(1)}
+				})
+				send := func() {
+					if w := f.do(t, request{key: acmeKey, body: `{"body":"x"}`}); w.Code != http.StatusAccepted {
+						t.Errorf("status %d: %s", w.Code, w.Body)
+					}
+				}
+				var wg sync.WaitGroup
+				for range 20 {
+					wg.Go(send)
+					time.Sleep(ms)
+				}
+				wg.Wait()
+				calls0, entries0 := f.flaky.Sends()
+
+				start := time.Now()
+				var mu sync.Mutex
+				answered := map[time.Duration]int{}
+				for range tt.n {
+					wg.Go(func() {
+						send()
+						mu.Lock()
+						answered[time.Since(start)]++
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+				calls, entries := f.flaky.Sends()
+				calls, entries = calls-calls0, entries-entries0
+				if entries != tt.n {
+					t.Errorf("%d entries sent, want %d", entries, tt.n)
+				}
+				if tt.wantCalls > 0 && calls != tt.wantCalls || calls < 1 || calls > tt.n {
+					t.Errorf("%d calls for %d messages, want %d", calls, tt.n, tt.wantCalls)
+				}
+				for d, n := range answered {
+					if tt.wantAnswered[d] != n {
+						t.Errorf("answered after %v: %d messages, want %d (all: %v)", d, n, tt.wantAnswered[d], answered)
+					}
+				}
+				if n := f.depth(t); n != 20+tt.n {
+					t.Errorf("%d messages on the queue, want %d", n, 20+tt.n)
+				}
+			})
+		})
+	}
+}
+
+// TestSendWindowQuietQueue: a message to a queue that has seen none lately
+// goes at once, however long the window.
+func TestSendWindowQuietQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := setup(t, func(c *gateway.Config) { c.SendWindow = time.Second })
+		for range 3 {
+			start := time.Now()
+			if w := f.do(t, request{key: acmeKey, body: `{"body":"x"}`}); w.Code != http.StatusAccepted {
+				t.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+			if d := time.Since(start); d != 0 {
+				t.Errorf("answered after %v, want at once", d)
+			}
+			time.Sleep(time.Second)
+		}
+		if calls, _ := f.flaky.Sends(); calls != 3 {
+			t.Errorf("%d calls, want 3", calls)
+		}
+	})
+}
