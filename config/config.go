@@ -163,6 +163,11 @@ type Gateway struct {
 	// SendTimeout bounds the send of a message to SQS, every attempt
 	// together; past it the client gets 503 unavailable.
 	SendTimeout time.Duration `yaml:"send_timeout"`
+	// SendWindow is the longest a message may wait for others going to the
+	// same queue before its SendMessageBatch call goes, 0–1s. It waits
+	// only while the queue's recent rate makes others likely within it,
+	// and a full batch goes at once; 0 sends every message at once.
+	SendWindow time.Duration `yaml:"send_window"`
 	// MaxInflightBytes bounds the request body bytes the gateway holds at
 	// once; past it requests get 503 before their body is read.
 	MaxInflightBytes int64 `yaml:"max_inflight_bytes"`
@@ -201,6 +206,7 @@ func Default() Config {
 			MaxMessageSize:         256 << 10,
 			IdempotencyWindow:      24 * time.Hour,
 			SendTimeout:            3 * time.Second,
+			SendWindow:             5 * time.Millisecond,
 			MaxInflightBytes:       64 << 20,
 			MaxTenantInflightBytes: 16 << 20,
 		},

@@ -31,7 +31,7 @@ func TestEnvVars(t *testing.T) {
 		"FAIRQ_WORKER_MAX_RETRIES", "FAIRQ_WORKER_BACKLOG_AGE", "FAIRQ_WORKER_DROP_AGE",
 		"FAIRQ_WORKER_CRON_FILE", "FAIRQ_WORKER_ACCEPTABLE_LATENCY", "FAIRQ_WORKER_DEDUPE_WINDOW",
 		"FAIRQ_GATEWAY_MAX_MESSAGE_SIZE", "FAIRQ_GATEWAY_IDEMPOTENCY_WINDOW", "FAIRQ_GATEWAY_SEND_TIMEOUT",
-		"FAIRQ_GATEWAY_MAX_INFLIGHT_BYTES", "FAIRQ_GATEWAY_MAX_TENANT_INFLIGHT_BYTES",
+		"FAIRQ_GATEWAY_SEND_WINDOW", "FAIRQ_GATEWAY_MAX_INFLIGHT_BYTES", "FAIRQ_GATEWAY_MAX_TENANT_INFLIGHT_BYTES",
 		"FAIRQ_LOG_LEVEL", "FAIRQ_LOG_FORMAT",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -88,6 +88,7 @@ func TestEnvOverrides(t *testing.T) {
 			"FAIRQ_WORKER_VISIBILITY_TIMEOUT":  "1m30s",
 			"FAIRQ_WORKER_DROP_AGE":            "0",
 			"FAIRQ_GATEWAY_IDEMPOTENCY_WINDOW": "1h",
+			"FAIRQ_GATEWAY_SEND_WINDOW":        "0",
 		}, func(c *Config) {
 			c.Redis.FailOpen = false
 			c.Pool = Pool{Queues: 32, ShardSize: 4}
@@ -95,6 +96,7 @@ func TestEnvOverrides(t *testing.T) {
 			c.Defaults.MaxBacklog = ptr(20000)
 			c.Worker.VisibilityTimeout = 90 * time.Second
 			c.Gateway.IdempotencyWindow = time.Hour
+			c.Gateway.SendWindow = 0
 		}},
 		{"lower-case names are not read", map[string]string{"fairq_listen": ":1", "FAIRQ_listen": ":1"}, func(*Config) {}},
 		{"tenants are not read", map[string]string{"FAIRQ_TENANTS": "acme", "FAIRQ_TENANTS_0_ID": "acme"}, func(*Config) {}},

@@ -44,7 +44,20 @@ func (c Config) Validate() error {
 	c.checkDefaults(&p)
 	c.checkTenants(&p)
 	c.checkWorker(&p)
+	c.checkSendWindow(&p)
 	return p.err()
+}
+
+// maxSendWindow bounds gateway.send_window: every message a window holds
+// has a client waiting for its 202, and a second already gathers two
+// messages at a queue that sees one a second, where a window saves
+// nothing worth the wait.
+const maxSendWindow = time.Second
+
+func (c Config) checkSendWindow(p *problems) {
+	if w := c.Gateway.SendWindow; w < 0 || w > maxSendWindow {
+		p.add("gateway.send_window", 0, "must be 0–%v, got %v", maxSendWindow, w)
+	}
 }
 
 func (c Config) checkRedis(p *problems) {

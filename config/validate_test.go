@@ -175,6 +175,10 @@ func TestValidate(t *testing.T) {
 		{name: "max message size big", edit: func(c *Config) { c.Gateway.MaxMessageSize = 1<<20 + 1 }, want: []string{"gateway.max_message_size"}},
 		{name: "idempotency window 0", edit: func(c *Config) { c.Gateway.IdempotencyWindow = 0 }, want: []string{"gateway.idempotency_window"}},
 		{name: "idempotency window under 1s", edit: func(c *Config) { c.Gateway.IdempotencyWindow = time.Millisecond }, want: []string{"gateway.idempotency_window"}},
+		{name: "send window 0", edit: func(c *Config) { c.Gateway.SendWindow = 0 }},
+		{name: "send window 1s", edit: func(c *Config) { c.Gateway.SendWindow = time.Second }},
+		{name: "send window over 1s", edit: func(c *Config) { c.Gateway.SendWindow = time.Second + time.Millisecond }, want: []string{"gateway.send_window"}},
+		{name: "send window negative", edit: func(c *Config) { c.Gateway.SendWindow = -time.Millisecond }, want: []string{"gateway.send_window"}},
 
 		{name: "every problem reported", edit: func(c *Config) {
 			c.Listen = "x"

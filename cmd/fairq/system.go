@@ -381,6 +381,7 @@ func (s *system) withGateway() error {
 		IdempotencyWindow: s.cfg.Gateway.IdempotencyWindow,
 		MaxMessageSize:    s.cfg.Gateway.MaxMessageSize,
 		SendTimeout:       s.cfg.Gateway.SendTimeout,
+		SendWindow:        s.cfg.Gateway.SendWindow,
 		// Bodies are held in memory while read: a budget in all and per
 		// tenant, claimed before a body is read.
 		MaxInflightBytes:       s.cfg.Gateway.MaxInflightBytes,
