@@ -101,6 +101,19 @@
 // short test asserts that nothing accepted is lost, and the rest where
 // Expectations.Enforced. WriteChaosReport writes the report.
 //
+// # Send cost
+//
+// RunSendCost measures what single messages cost on SQS under a
+// gateway.send_window: one `fairq dev` on the fauxqs emulator, reached
+// through a proxy that holds every call for SendCostOptions.Delay (10 ms
+// brings the emulator's millisecond near a call to SQS in a region), takes
+// single messages at a steady rate from the generator; once the worker
+// has processed every accepted one, fairq_sqs_requests_total gives the
+// requests of the gateway and the worker per message, and the generator
+// the 202's latency. SummariseSendCost takes the median of each window's
+// runs, interleaved in rounds so that the machine's other work falls on
+// every window alike.
+//
 // # Choices and caveats
 //
 //   - The chaos suite's fairq is built without the race detector, even

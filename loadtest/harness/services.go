@@ -60,6 +60,20 @@ func StartLocalServices(ctx context.Context, root, dir string) (*LocalServices, 
 	return s, nil
 }
 
+// StartEmulator starts the fauxqs emulator alone, for runs without Redis
+// (Services.RedisAddr stays empty). Stop it with Stop.
+func StartEmulator(ctx context.Context, root, dir string) (*LocalServices, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &LocalServices{}
+	if err := s.startFauxqs(ctx, root, dir); err != nil {
+		s.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return s, nil
+}
+
 // Stop stops the services, the emulator first.
 func (s *LocalServices) Stop(ctx context.Context) error {
 	var first error
