@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -48,6 +50,10 @@ func startDelayProxy(target string, delay time.Duration) (*delayProxy, error) {
 		},
 		// Long polls stay open up to 20 s: pass each answer on as it comes.
 		FlushInterval: -1,
+		// fairq gives up on calls (its send timeout, a long poll at
+		// shutdown): the client is gone, there is no one to tell.
+		ErrorLog:     log.New(io.Discard, "", 0),
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) },
 	}
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
