@@ -21,6 +21,9 @@
 // once, so that concurrent picks see it before the send is even batched;
 // Sent corrects that count (a negative n takes back a message that was not
 // sent) or adds messages sent to a live queue by other paths.
+// PickPreferring lets the caller favour some queues of the shard over the
+// shallowest when they are within PreferSlack of it: the gateway's send
+// window favours those where a batch of sends is waiting.
 //
 // The estimate of a queue is its last reading (ApproximateNumberOfMessages +
 // ApproximateNumberOfMessagesNotVisible, read about once a second) plus what

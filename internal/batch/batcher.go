@@ -360,6 +360,15 @@ func (b *Batcher[T, R]) waits(ks *keyState[T, R], g *group[T, R], now time.Time)
 	return worthWaiting(ks.rate.recent(now, b.horizon)-1, b.horizon, left)
 }
 
+// Waiting reports whether key has a batch waiting for its window, which
+// an item submitted now would join.
+func (b *Batcher[T, R]) Waiting(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ks := b.keys[key]
+	return ks != nil && ks.pending != nil && ks.pending.timer != nil && !ks.taking
+}
+
 // Do submits an item and waits for its result.
 func (b *Batcher[T, R]) Do(ctx context.Context, key string, item T) (R, error) {
 	t, err := b.Submit(key, item)

@@ -579,3 +579,36 @@ func BenchmarkBatcher(b *testing.B) {
 		}
 	}
 }
+
+// TestWaiting: a key has a batch waiting from its first item until its
+// window ends, and none while its batch is being taken at once.
+func TestWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{start: time.Now(), delay: time.Millisecond}
+		lingering := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: 10 * time.Millisecond, Mode: batch.Linger})
+		adaptive := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: 10 * time.Millisecond})
+		if lingering.Waiting("k") {
+			t.Error("waiting before any item")
+		}
+		if err := lingering.SubmitFunc("k", 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !lingering.Waiting("k") || lingering.Waiting("other") {
+			t.Errorf("after an item: waiting %t, another key %t; want true, false", lingering.Waiting("k"), lingering.Waiting("other"))
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if lingering.Waiting("k") {
+			t.Error("still waiting after the window")
+		}
+		// A key with no rate yet: its item is taken at once.
+		if err := adaptive.SubmitFunc("k", 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if adaptive.Waiting("k") {
+			t.Error("an item taken at once is waiting")
+		}
+		lingering.Stop(context.Background())
+		adaptive.Stop(context.Background())
+	})
+}
