@@ -516,7 +516,7 @@ func (s *Server) submitAll(t tenant.Tenant, items []sendItem) []pendingSend {
 // pick chooses the live queue of a message and sets its fairq-meta;
 // false, with the error in the pendingSend, if the picker failed.
 func (s *Server) pick(t tenant.Tenant, item *sendItem) (pendingSend, bool) {
-	q := s.cfg.Picker.Pick(t.ID)
+	q := s.pickQueue(t.ID)
 	if q < 0 || q >= len(s.cfg.Names.Live) {
 		return pendingSend{q: -1, err: &Error{Code: CodeInternal, Detail: "internal error", Err: errors.New("picker chose a queue out of range")}}, false
 	}

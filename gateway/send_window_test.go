@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -123,4 +124,85 @@ func TestSendWindowQuietQueue(t *testing.T) {
 			t.Errorf("%d calls, want 3", calls)
 		}
 	})
+}
+
+// alternating is a Picker over two queues that deals them in turn and,
+// once prefer is set, takes the other when only it has a batch waiting,
+// as sharding.Tracker does between two queues of about equal depth.
+type alternating struct {
+	*gatewaytest.RoundRobin
+	prefer *atomic.Bool
+}
+
+func (a alternating) PickPreferring(tenant string, waiting func(int) bool) int {
+	q := a.Pick(tenant)
+	if a.prefer.Load() && !waiting(q) && waiting(1-q) {
+		q = 1 - q
+	}
+	return q
+}
+
+// TestSendWindowJoinsAWaitingBatch: after a stream that gives both queues
+// of a shard a rate, ten messages sent one after the other within the
+// window, the picker dealing the two queues in turn. Where the picker can
+// prefer the queue with a batch waiting, the ten join one batch, which is
+// full and goes at once; where it cannot, they wait out the window in two
+// batches of five.
+func TestSendWindowJoinsAWaitingBatch(t *testing.T) {
+	const window = 10 * time.Millisecond
+	tests := []struct {
+		name      string
+		preferred bool
+		wantCalls int
+		wantWait  time.Duration
+	}{
+		{"the picker prefers a waiting batch", true, 1, 0},
+		{"the picker cannot", false, 2, window},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var prefer atomic.Bool
+				rr := gatewaytest.NewRoundRobin(2)
+				var picker gateway.Picker = rr
+				if tt.preferred {
+					picker = alternating{rr, &prefer}
+				}
+				f := setup(t, func(c *gateway.Config) { c.SendWindow = window; c.Picker = picker })
+				send := func() {
+					if w := f.do(t, request{key: acmeKey, body: `{"body":"x"}`}); w.Code != http.StatusAccepted {
+						t.Errorf("status %d: %s", w.Code, w.Body)
+					}
+				}
+				var wg sync.WaitGroup
+				for range 20 {
+					wg.Go(send)
+					time.Sleep(time.Millisecond)
+				}
+				wg.Wait()
+				calls0, _ := f.flaky.Sends()
+
+				prefer.Store(true)
+				start := time.Now()
+				var last time.Duration
+				var mu sync.Mutex
+				for range 10 {
+					wg.Go(func() {
+						send()
+						mu.Lock()
+						last = max(last, time.Since(start))
+						mu.Unlock()
+					})
+					synctest.Wait() // picked and waiting before the next
+				}
+				wg.Wait()
+				if calls, _ := f.flaky.Sends(); calls-calls0 != tt.wantCalls {
+					t.Errorf("%d calls for 10 messages, want %d", calls-calls0, tt.wantCalls)
+				}
+				if last != tt.wantWait {
+					t.Errorf("the last answer came after %v, want %v", last, tt.wantWait)
+				}
+			})
+		})
+	}
 }

@@ -33,6 +33,37 @@ type sendResult struct {
 	uncertain bool
 }
 
+// preferringPicker is a Picker that can take, among the queues of a
+// tenant's shard about as shallow as the shallowest, one that prefer
+// accepts (sharding.Tracker).
+type preferringPicker interface {
+	PickPreferring(tenant string, prefer func(q int) bool) int
+}
+
+// preferWaiting makes the picks prefer the queues where a batch is waiting
+// for its window, when there is a window and the Picker can: a message
+// that joins a waiting batch costs no call of its own, where one that
+// starts a batch on another queue of its shard costs one and waits.
+func (s *Server) preferWaiting() {
+	pp, ok := s.cfg.Picker.(preferringPicker)
+	if !ok || s.cfg.SendWindow == 0 {
+		return
+	}
+	s.preferring = pp
+	s.waiting = func(q int) bool {
+		return q >= 0 && q < len(s.cfg.Names.Live) && s.batcher.Waiting(s.cfg.Names.Live[q])
+	}
+}
+
+// pickQueue returns the index in Names.Live of the queue for a message of
+// the tenant.
+func (s *Server) pickQueue(tenant string) int {
+	if s.preferring != nil {
+		return s.preferring.PickPreferring(tenant, s.waiting)
+	}
+	return s.cfg.Picker.Pick(tenant)
+}
+
 // Backoff between the attempts of entries a batch call reported failed:
 // full jitter over an exponential ceiling.
 const (

@@ -270,6 +270,10 @@ type Server struct {
 	ids     *requestIDs
 	router  chi.Router
 	batcher *batch.Batcher[sendItem, sendResult]
+	// preferring is the Picker when it can prefer the queues where a
+	// batch is waiting (waiting), and there is a send window; else nil.
+	preferring preferringPicker
+	waiting    func(q int) bool
 	// longest is the longest live queue name, for sizing fairq-meta before
 	// the queue is picked.
 	longest   string
@@ -329,6 +333,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.preferWaiting()
 	if cfg.AdminTokenSHA256 != "" {
 		if s.adminHash, err = parseAdminToken(cfg.AdminTokenSHA256); err != nil {
 			return nil, err
