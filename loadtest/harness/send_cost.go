@@ -43,7 +43,9 @@ type SendCostOptions struct {
 	// being learnt); the SQS requests count from the start.
 	Warmup time.Duration
 	// Drain bounds the wait, after the load, for the worker to process
-	// every accepted message; 30 s by default.
+	// every accepted message; 60 s by default, so that a message the
+	// emulator handed to a receive the worker had given up on comes back
+	// after its visibility timeout (30 s) and is processed.
 	Drain time.Duration
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
@@ -162,7 +164,7 @@ func RunSendCost(ctx context.Context, o SendCostOptions) (*SendCost, error) {
 
 func (o SendCostOptions) withDefaults() SendCostOptions {
 	o.Tenants = cmp.Or(o.Tenants, 10)
-	o.Drain = cmp.Or(o.Drain, 30*time.Second)
+	o.Drain = cmp.Or(o.Drain, time.Minute)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
