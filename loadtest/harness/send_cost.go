@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -29,8 +30,9 @@ type SendCostOptions struct {
 	Dir    string
 	// SQSEndpoint is the emulator's base URL.
 	SQSEndpoint string
-	// Window is gateway.send_window.
+	// Window is gateway.send_window; Round is copied to SendCost.Round.
 	Window time.Duration
+	Round  int
 	// Delay is added to every SQS call by a proxy in front of the
 	// emulator; zero adds none.
 	Delay time.Duration
@@ -53,6 +55,10 @@ type SendCostOptions struct {
 
 // SendCost is what RunSendCost measured.
 type SendCost struct {
+	// Round is the run's round, from 1, where windows run in turn round
+	// after round (SummariseSendCost pairs the runs of a round); 0 for a
+	// lone run.
+	Round  int           `json:"round"`
 	Window time.Duration `json:"window"`
 	Delay  time.Duration `json:"delay"`
 	Rate   float64       `json:"rate"`
@@ -69,6 +75,12 @@ type SendCost struct {
 	// which should be at least as many.
 	Requests map[string]float64 `json:"requests"`
 	Proxied  int64              `json:"proxied"`
+	// Steady are the requests by operation from Warmup to the end of the
+	// load, and SteadyAdmitted the messages admitted meanwhile: the cost
+	// at the offered rate, without the polls of the process's first
+	// seconds and of the wait for the worker, which run whatever the rate.
+	Steady         map[string]float64 `json:"steady"`
+	SteadyAdmitted int                `json:"steady_admitted"`
 	// Latency is that of the 202 answers sent after Warmup, from the
 	// request to the answer; Late is the p99 of how late the generator
 	// sent (the machine held it up).
@@ -76,6 +88,14 @@ type SendCost struct {
 	Late    time.Duration `json:"late_p99"`
 	// LoadAvg is the 1-minute load average before and after the run.
 	LoadAvg [2]string `json:"load_avg"`
+}
+
+// Disturbed reports whether the machine held the run up, so that its
+// figures are not fairq's alone: the generator's sends left late
+// (DisturbedLate), were skipped with too many requests open, or were not
+// all accepted.
+func (c SendCost) Disturbed() bool {
+	return c.Late > DisturbedLate || c.Skipped > 0 || c.Accepted < c.Sent
 }
 
 // SendPerMessage returns the SendMessageBatch calls per accepted message.
@@ -96,6 +116,19 @@ func (c SendCost) per(n float64) float64 {
 		return 0
 	}
 	return n / float64(c.Accepted)
+}
+
+// SteadyPerMessage returns the SQS requests per message admitted from
+// Warmup to the end of the load, every operation together.
+func (c SendCost) SteadyPerMessage() float64 {
+	if c.SteadyAdmitted == 0 {
+		return 0
+	}
+	var total float64
+	for _, n := range c.Steady {
+		total += n
+	}
+	return total / float64(c.SteadyAdmitted)
 }
 
 // The SQS operation and the metrics a run reads.
@@ -129,7 +162,7 @@ func RunSendCost(ctx context.Context, o SendCostOptions) (*SendCost, error) {
 		tenants[i] = Tenant{ID: fmt.Sprintf("t%02d", i+1), Role: RoleQuiet, Rate: o.Rate / float64(o.Tenants)}
 	}
 	creds := newCredentials(tenants)
-	res := &SendCost{Window: o.Window, Delay: o.Delay, Rate: o.Rate}
+	res := &SendCost{Round: o.Round, Window: o.Window, Delay: o.Delay, Rate: o.Rate}
 	res.LoadAvg[0] = loadAvg()
 	s, err := startSendCostSystem(ctx, o, sendCostConfig(px.url(), "sc"+randomHex(4), o.Window, tenants, creds))
 	if err != nil {
@@ -140,7 +173,12 @@ func RunSendCost(ctx context.Context, o SendCostOptions) (*SendCost, error) {
 	o.Logger.Info("send cost: load", "window", o.Window, "rate", o.Rate, "duration", o.Duration)
 	gen := newGenerator(s.baseURL(), creds.keys, tenants)
 	start := time.Now()
+	var marks [2]map[string]*dto.MetricFamily
+	var wg sync.WaitGroup
+	wg.Go(func() { marks = scrapeAt(ctx, s, start.Add(o.Warmup), start.Add(o.Duration)) })
 	gen.run(ctx, start, o.Duration)
+	wg.Wait()
+	res.Steady, res.SteadyAdmitted = steady(marks)
 	sends, skipped := gen.results()
 	res.Sent, res.Skipped = len(sends), skipped
 	res.Accepted, res.Latency, res.Late = answers(sends, start.Add(o.Warmup))
@@ -199,6 +237,31 @@ func startSendCostSystem(ctx context.Context, o SendCostOptions, config []byte) 
 		return nil, err
 	}
 	return s, nil
+}
+
+// scrapeAt reads /metrics at from and at to; a scrape that fails, or
+// that ctx ends before, is nil.
+func scrapeAt(ctx context.Context, s *system, from, to time.Time) (marks [2]map[string]*dto.MetricFamily) {
+	for i, at := range []time.Time{from, to} {
+		if sleepUntil(ctx, at) != nil {
+			return marks
+		}
+		marks[i], _ = scrape(ctx, s.client, s.baseURL()+"/metrics")
+	}
+	return marks
+}
+
+// steady returns the requests by operation between two scrapes, and the
+// messages admitted between them; nothing without both.
+func steady(marks [2]map[string]*dto.MetricFamily) (map[string]float64, int) {
+	if marks[0] == nil || marks[1] == nil {
+		return nil, 0
+	}
+	before, after := byLabel(marks[0][metricRequests], "op"), byLabel(marks[1][metricRequests], "op")
+	for op, n := range before {
+		after[op] -= n
+	}
+	return after, int(sum(marks[1][metricAdmitted]) - sum(marks[0][metricAdmitted]))
 }
 
 // answers counts the sends answered 202 and returns the quantiles of
