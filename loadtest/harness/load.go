@@ -93,6 +93,10 @@ type generator struct {
 	// (retryPolicy); keyPrefix then begins its keys.
 	careful   *retryPolicy
 	keyPrefix string
+	// poisson spaces each tenant's sends at random, exponentially, at the
+	// same mean rate, as many independent clients send; else they are
+	// evenly spaced.
+	poisson bool
 
 	seq     atomic.Int64
 	skipped atomic.Int64
@@ -150,8 +154,14 @@ func (g *generator) tenant(ctx context.Context, t Tenant, first, end time.Time) 
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
+	due := first
 	for n := 0; ; n++ {
-		due := first.Add(time.Duration(float64(n) * float64(time.Second) / t.Rate))
+		switch {
+		case g.poisson && n > 0:
+			due = due.Add(time.Duration(rand.ExpFloat64() * float64(time.Second) / t.Rate))
+		case !g.poisson:
+			due = first.Add(time.Duration(float64(n) * float64(time.Second) / t.Rate))
+		}
 		if !due.Before(end) {
 			return
 		}
@@ -169,13 +179,13 @@ func (g *generator) tenant(ctx context.Context, t Tenant, first, end time.Time) 
 		}
 		poison := t.PoisonEvery > 0 && (n+1)%t.PoisonEvery == 0
 		g.wg.Add(1)
-		go func() {
+		go func(due time.Time) {
 			defer g.wg.Done()
 			defer func() { <-g.sem }()
 			s := g.send(ctx, t.ID, poison)
 			s.Late = s.At.Sub(due)
 			g.record(s)
-		}()
+		}(due)
 	}
 }
 

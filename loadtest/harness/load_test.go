@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -170,5 +171,43 @@ func TestRetryable(t *testing.T) {
 		if got := retryable(tt.a); got != tt.want {
 			t.Errorf("retryable(%d %s) = %t, want %t", tt.a.Status, tt.a.Code, got, tt.want)
 		}
+	}
+}
+
+// TestGeneratorPoisson: with poisson set, a tenant's sends keep their mean
+// rate, but their gaps vary as a Poisson process's do (a coefficient of
+// variation near 1), where evenly spaced sends have gaps that all match.
+func TestGeneratorPoisson(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	for _, poisson := range []bool{true, false} {
+		g := newGenerator(srv.URL, map[string]string{"a": "key-a"}, []Tenant{{ID: "a", Rate: 500}})
+		g.poisson = poisson
+		g.run(t.Context(), time.Now(), time.Second)
+		sends, _ := g.results()
+		// 500 expected; a Poisson count has a standard deviation of 22.
+		if len(sends) < 400 || len(sends) > 600 {
+			t.Errorf("poisson %t: %d sends in a second at 500 a second", poisson, len(sends))
+		}
+		due := make([]time.Time, len(sends))
+		for i, s := range sends {
+			due[i] = s.At.Add(-s.Late)
+		}
+		slices.SortFunc(due, func(a, b time.Time) int { return a.Compare(b) })
+		var sum, sq float64
+		for i := 1; i < len(due); i++ {
+			gap := due[i].Sub(due[i-1]).Seconds()
+			sum, sq = sum+gap, sq+gap*gap
+		}
+		n := float64(len(due) - 1)
+		mean := sum / n
+		cv := math.Sqrt(max(sq/n-mean*mean, 0)) / mean
+		if poisson && (cv < 0.8 || cv > 1.2) || !poisson && cv > 0.05 {
+			t.Errorf("poisson %t: the gaps' coefficient of variation is %.2f", poisson, cv)
+		}
+		g.client.CloseIdleConnections()
 	}
 }

@@ -37,7 +37,11 @@ type SendCostOptions struct {
 	// emulator; zero adds none.
 	Delay time.Duration
 	// Rate is the single messages offered a second, all tenants together,
-	// for Duration; Tenants share it evenly (10 by default).
+	// for Duration; Tenants share it evenly (10 by default). Each tenant's
+	// sends are spaced at random (a Poisson process), as the sends of many
+	// independent clients are: evenly spaced, ten tenants at 100 a second
+	// would each send exactly once every 10 ms, and a window of 10 ms would
+	// gather one message of each sharing its queue every time.
 	Rate     float64
 	Tenants  int
 	Duration time.Duration
@@ -172,6 +176,7 @@ func RunSendCost(ctx context.Context, o SendCostOptions) (*SendCost, error) {
 
 	o.Logger.Info("send cost: load", "window", o.Window, "rate", o.Rate, "duration", o.Duration)
 	gen := newGenerator(s.baseURL(), creds.keys, tenants)
+	gen.poisson = true
 	start := time.Now()
 	var marks [2]map[string]*dto.MetricFamily
 	var wg sync.WaitGroup
