@@ -206,7 +206,7 @@ func Default() Config {
 			MaxMessageSize:         256 << 10,
 			IdempotencyWindow:      24 * time.Hour,
 			SendTimeout:            3 * time.Second,
-			SendWindow:             5 * time.Millisecond,
+			SendWindow:             10 * time.Millisecond,
 			MaxInflightBytes:       64 << 20,
 			MaxTenantInflightBytes: 16 << 20,
 		},

@@ -46,7 +46,7 @@ func TestDefault(t *testing.T) {
 			DedupeWindow:           time.Hour,
 		},
 		Gateway: Gateway{MaxMessageSize: 262144, IdempotencyWindow: 24 * time.Hour, SendTimeout: 3 * time.Second,
-			SendWindow: 5 * time.Millisecond, MaxInflightBytes: 64 << 20, MaxTenantInflightBytes: 16 << 20},
+			SendWindow: 10 * time.Millisecond, MaxInflightBytes: 64 << 20, MaxTenantInflightBytes: 16 << 20},
 		Log: Log{Level: "info"},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {

@@ -27,7 +27,7 @@ func BenchmarkEnqueue(b *testing.B) { benchmarkEnqueue(b, 0) }
 func BenchmarkEnqueueWindow(b *testing.B) { benchmarkEnqueue(b, sendWindowDefault) }
 
 // sendWindowDefault is gateway.send_window's default.
-const sendWindowDefault = 5 * time.Millisecond
+const sendWindowDefault = 10 * time.Millisecond
 
 func benchmarkEnqueue(b *testing.B, window time.Duration) {
 	for _, par := range []int{1, 8, 64} {
