@@ -21,6 +21,15 @@ const (
 	minRateHorizon = 100 * time.Millisecond
 )
 
+// quietGaps is how many of a key's mean gaps between items an Adaptive
+// batch waits without an item before it goes, its window or not. Callers
+// independent of one another leave such a silence once in twenty gaps
+// (e^-3); callers that each wait for their answer before they send again
+// leave it as soon as all of them are in the batch, and waiting longer for
+// them only stalls them all. It can end a wait only where the window is
+// longer than three gaps, where batches gather several items anyway.
+const quietGaps = 3
+
 // sweepEvery is how many horizons a key's rate is kept after its last
 // item: by then its count has faded to e^-10 of what it was.
 const sweepEvery = 10
@@ -59,4 +68,14 @@ func (a *arrivals) recent(now time.Time, horizon time.Duration) float64 {
 // expected to bring companyLikely more.
 func worthWaiting(recent float64, horizon, left time.Duration) bool {
 	return left > 0 && recent*float64(left)/float64(horizon) >= companyLikely
+}
+
+// quietAfter returns how long a key that brought recent items over
+// horizon may go without one before its waiting batch goes: quietGaps
+// mean gaps at that rate, or forever (a day) with no rate.
+func quietAfter(recent float64, horizon time.Duration) time.Duration {
+	if recent <= 0 {
+		return 24 * time.Hour
+	}
+	return time.Duration(quietGaps * float64(horizon) / recent)
 }

@@ -76,3 +76,19 @@ func TestRateHorizon(t *testing.T) {
 		}
 	}
 }
+
+func TestQuietAfter(t *testing.T) {
+	const horizon = 100 * time.Millisecond
+	for _, tt := range []struct {
+		recent float64
+		want   time.Duration
+	}{
+		{0, 24 * time.Hour},         // no rate: only the window ends the wait
+		{100, 3 * time.Millisecond}, // 1,000 a second: three gaps of 1 ms
+		{12.5, 24 * time.Millisecond},
+	} {
+		if got := quietAfter(tt.recent, horizon); got != tt.want {
+			t.Errorf("quietAfter(%v, %v) = %v, want %v", tt.recent, horizon, got, tt.want)
+		}
+	}
+}

@@ -114,6 +114,7 @@ type group[T, R any] struct {
 	buf     *buffer[T, R] // its items, from the pool
 	bytes   int
 	opened  time.Time     // when its first item came
+	quietAt time.Time     // when, with no further item, it goes (Adaptive)
 	timer   *time.Timer   // armed while the batch waits for its window
 	done    chan struct{} // closed when results or err are set
 	results []R
@@ -343,9 +344,27 @@ func (b *Batcher[T, R]) settle(key string, ks *keyState[T, R], now time.Time) {
 		// About to be taken.
 	case !b.waits(ks, g, now):
 		b.take(key, ks)
+	case b.cfg.Mode == Adaptive:
+		// Each item puts off the moment the key counts as quiet.
+		g.quietAt = now.Add(quietAfter(ks.rate.recent(now, b.horizon), b.horizon))
+		b.arm(key, g, now)
 	case g.timer == nil:
-		g.timer = time.AfterFunc(g.opened.Add(b.cfg.Window).Sub(now), func() { b.expire(key, g) })
+		b.arm(key, g, now)
 	}
+}
+
+// arm sets g's timer to the end of its window or, if sooner, its quietAt.
+// Called with mu held.
+func (b *Batcher[T, R]) arm(key string, g *group[T, R], now time.Time) {
+	at := g.opened.Add(b.cfg.Window)
+	if !g.quietAt.IsZero() && g.quietAt.Before(at) {
+		at = g.quietAt
+	}
+	if g.timer == nil {
+		g.timer = time.AfterFunc(at.Sub(now), func() { b.expire(key, g) })
+		return
+	}
+	g.timer.Reset(at.Sub(now))
 }
 
 // waits reports whether key's pending batch g, not full, waits at now for
@@ -400,13 +419,22 @@ func (g *group[T, R]) result(i int) (R, error) {
 	return g.results[i], nil
 }
 
-// expire flushes a batch whose window ended, unless it went already.
+// expire flushes a batch whose window ended or whose key went quiet,
+// unless it went already; a timer that fired before either, its reset
+// having come too late, is set again.
 func (b *Batcher[T, R]) expire(key string, g *group[T, R]) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if ks := b.keys[key]; ks != nil && ks.pending == g {
-		b.launch(key, ks)
+	ks := b.keys[key]
+	if ks == nil || ks.pending != g {
+		return
 	}
+	now := time.Now()
+	if now.Before(g.opened.Add(b.cfg.Window)) && (g.quietAt.IsZero() || now.Before(g.quietAt)) {
+		b.arm(key, g, now)
+		return
+	}
+	b.launch(key, ks)
 }
 
 // launch flushes key's pending batch as it is, in a goroutine of its own.

@@ -172,6 +172,49 @@ func TestAdaptive(t *testing.T) {
 	}
 }
 
+// TestAdaptiveCallersWaitingForAnswers: eight callers that each send
+// again only once answered, all to one key, under a window of 10 ms and
+// flushes of 1 ms. Once all eight are in a batch nobody else can come; the
+// batch goes when the key has been quiet for three of its mean gaps rather
+// than at the end of the window, which would hold every caller to one item
+// per 11 ms. (With C such callers a cycle settles at 1 ms ÷ (1 − 3/C):
+// 1.6 ms for eight; three or fewer wait out the window.)
+func TestAdaptiveCallersWaitingForAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{start: time.Now(), delay: time.Millisecond}
+		b := newBatcher(t, batch.Config[int, string]{Flush: rec.flush, Window: 10 * time.Millisecond})
+		var done atomic.Int64
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for c := range 8 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if _, err := b.Do(context.Background(), "k", c); err != nil {
+						t.Error(err)
+						return
+					}
+					done.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		b.Stop(context.Background())
+		// At the end of the window: 8 × 1 s / 11 ms = 727 items; quiet
+		// after three gaps, up to 8 × 1 s / 1.6 ms = 5,000.
+		if n := done.Load(); n < 2500 {
+			t.Errorf("%d items in a second, want at least 2,500", n)
+		}
+		var sizes []int
+		for _, items := range rec.batches["k"][10:] { // once the rate is known
+			sizes = append(sizes, len(items))
+		}
+		if slices.Max(sizes) != 8 {
+			t.Errorf("batches of %v items, want up to the eight callers", sizes)
+		}
+	})
+}
+
 // TestAdaptiveDoesNotWaitForAFlush: without a window, an item goes at once
 // even while a flush of its key is under way, in a flush of its own.
 func TestAdaptiveDoesNotWaitForAFlush(t *testing.T) {

@@ -12,7 +12,10 @@
 //     rest of its window is expected, at that rate, to bring a quarter of
 //     an item more; otherwise it goes at once. A queue that sees a few
 //     messages a second never makes one wait; a busy one gathers batches
-//     of what the window brings. It suits callers who wait for the answer
+//     of what the window brings. A waiting batch also goes once its key
+//     has brought nothing for three of its mean gaps: callers that each
+//     wait for their answer before sending again are then all in it, and
+//     nobody else is coming. It suits callers who wait for the answer
 //     (an HTTP client waiting for its 202), who should pay the wait only
 //     where it saves calls.
 //   - Linger (the worker): always. It suits work nobody waits for (a
