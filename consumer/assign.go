@@ -88,7 +88,8 @@ type watchPlan struct {
 }
 
 // planWatch decides which of the live queues the worker of view v
-// watches, k watchers per queue (0: every worker watches every queue).
+// watches, k watchers per queue (0: every worker watches every queue,
+// whatever the fleet).
 //
 //   - A worker that is not in the registry (Redis unreachable, or not
 //     reached yet) watches every queue: it cannot tell which are its
@@ -102,6 +103,9 @@ type watchPlan struct {
 //     A saturated worker keeps its own queues, so that its loops go on
 //     as soon as a slot frees.
 func planWatch(queues []string, v fleetView, k int) watchPlan {
+	if k <= 0 {
+		return watchPlan{queues: assign(queues, []string{v.self}, v.self, 1)}
+	}
 	if !v.known || !slices.Contains(v.workers, v.self) {
 		return watchPlan{queues: assign(queues, []string{v.self}, v.self, 1), fallback: true}
 	}

@@ -299,6 +299,11 @@ func TestPlanWatch(t *testing.T) {
 			k:    0, want: watchPlan{queues: every},
 		},
 		{
+			name: "k = 0, not in the registry: every queue, as ever",
+			view: fleetView{self: "worker-a"},
+			k:    0, want: watchPlan{queues: every},
+		},
+		{
 			// c watches 2, 3, 5 and 6; of the free workers a, b and d,
 			// a ranks in the first two on 2 and 3.
 			name: "a watcher saturated: a free worker helps on its queues",

@@ -276,7 +276,7 @@ func (p *poller) run(ctx, jobCtx context.Context) {
 		p.report(r, nx)
 		for _, m := range r.msgs {
 			w.jobs.Add(1)
-			go w.process(jobCtx, p.queue, m, r.at, r.release)
+			go w.process(jobCtx, p.queue, m, r.at, w.hold(r.release))
 		}
 		if !p.follow(ctx, jobCtx, r, nx) {
 			return
