@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +34,7 @@ type sharing struct {
 	fallback bool                          // watching every queue for want of a place in the fleet
 	stops    map[string]context.CancelFunc // watched queue → ends its loops
 	watched  []string                      // the watched queues, in pool order
+	current  atomic.Pointer[[]string]      // watched, for readers on other goroutines
 }
 
 func newSharing(cfg Config) *sharing {
@@ -131,6 +133,7 @@ func (w *Worker) rebalance(ctx, jobCtx context.Context, v fleetView, others ...*
 	w.spawnEach(ctxs, jobCtx, ps)
 	w.reportShare(v, plan, s.watched, watched, lost, gained)
 	s.seen, s.watched = v, watched
+	s.current.Store(&watched)
 }
 
 // reportShare sets the gauges and logs the change of the watched queues:
