@@ -151,6 +151,13 @@ type Worker struct {
 	// SQS's at-least-once) is deleted without a push. With Redis it holds
 	// across the fleet.
 	DedupeWindow time.Duration `yaml:"dedupe_window"`
+	// WatchersPerQueue is how many workers of the fleet receive from each
+	// live queue; each worker watches the queues it ranks among the first
+	// this many for (rendezvous hashing of queue and worker), so that an
+	// idle fleet makes about this many long polls per queue rather than
+	// one per worker. 0, or as many as the fleet has workers, makes every
+	// worker watch every queue.
+	WatchersPerQueue int `yaml:"watchers_per_queue"`
 }
 
 // Gateway configures the front door beyond the contract's keys.
@@ -196,6 +203,7 @@ func Default() Config {
 			CronFile:               "",
 			AcceptableLatency:      10 * time.Second,
 			DedupeWindow:           time.Hour,
+			WatchersPerQueue:       2,
 		},
 		Gateway: Gateway{
 			MaxMessageSize:         256 << 10,

@@ -30,6 +30,7 @@ func TestEnvVars(t *testing.T) {
 		"FAIRQ_WORKER_VISIBILITY_TIMEOUT", "FAIRQ_WORKER_ERROR_VISIBILITY_TIMEOUT",
 		"FAIRQ_WORKER_MAX_RETRIES", "FAIRQ_WORKER_BACKLOG_AGE", "FAIRQ_WORKER_DROP_AGE",
 		"FAIRQ_WORKER_CRON_FILE", "FAIRQ_WORKER_ACCEPTABLE_LATENCY", "FAIRQ_WORKER_DEDUPE_WINDOW",
+		"FAIRQ_WORKER_WATCHERS_PER_QUEUE",
 		"FAIRQ_GATEWAY_MAX_MESSAGE_SIZE", "FAIRQ_GATEWAY_IDEMPOTENCY_WINDOW", "FAIRQ_GATEWAY_SEND_TIMEOUT",
 		"FAIRQ_GATEWAY_MAX_INFLIGHT_BYTES", "FAIRQ_GATEWAY_MAX_TENANT_INFLIGHT_BYTES",
 		"FAIRQ_LOG_LEVEL", "FAIRQ_LOG_FORMAT",
@@ -119,8 +120,9 @@ func TestEnvOverridesFile(t *testing.T) {
 	t.Parallel()
 	data := "listen: :1\nworker:\n  connections: 5\n  push_url: http://file/\ntenants: [{id: a, concurrency: 2}]\n"
 	got, err := Parse([]byte(data), env(map[string]string{
-		"FAIRQ_WORKER_CONNECTIONS":   "7",
-		"FAIRQ_DEFAULTS_CONCURRENCY": "3",
+		"FAIRQ_WORKER_CONNECTIONS":        "7",
+		"FAIRQ_DEFAULTS_CONCURRENCY":      "3",
+		"FAIRQ_WORKER_WATCHERS_PER_QUEUE": "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +132,7 @@ func TestEnvOverridesFile(t *testing.T) {
 	want.Worker.Connections = 7                                                    // environment over file
 	want.Worker.PushURL = "http://file/"                                           // file
 	want.Defaults.Concurrency = ptr(3)                                             // environment over default
+	want.Worker.WatchersPerQueue = 0                                               // environment over default
 	want.Tenants = []Tenant{{ID: "a", Limits: tenant.Limits{Concurrency: ptr(2)}}} // a tenant's own limit stays
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)

@@ -122,6 +122,9 @@ func (c Config) checkServer(p *problems) {
 	if c.Worker.DedupeWindow < 0 {
 		p.add("worker.dedupe_window", 0, "must not be negative, got %v", c.Worker.DedupeWindow)
 	}
+	if c.Worker.WatchersPerQueue < 0 {
+		p.add("worker.watchers_per_queue", 0, "must not be negative (0: every worker watches every queue), got %d", c.Worker.WatchersPerQueue)
+	}
 	if c.Gateway.IdempotencyWindow < time.Second {
 		p.add("gateway.idempotency_window", 0, "must be at least 1s, got %v", c.Gateway.IdempotencyWindow)
 	}
