@@ -402,7 +402,12 @@ func (s *system) withGateway() error {
 // process.
 func (s *system) workerLimiter() (consumer.Limiter, error) {
 	var err error
-	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), ID: s.instance, Logger: s.logger, Registerer: s.registry, RedisMetrics: s.degrade})
+	s.fleet, err = fleet.New(fleet.Config{
+		Redis: s.redisOrNil(), Prefix: s.keyPrefix(), ID: s.instance, Logger: s.logger, Registerer: s.registry, RedisMetrics: s.degrade,
+		// The worker is made after its fleet registration, and started
+		// after it: the heartbeat asks it once it exists.
+		SaturatedFunc: func() bool { return s.worker != nil && s.worker.Saturated() },
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
@@ -467,6 +472,8 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 	return spillover.New(cfg)
 }
 
+var _ consumer.Fleet = (*fleet.Fleet)(nil)
+
 // withWorker adds the consumer daemon with the given handler.
 func (s *system) withWorker(h consumer.Handler) error {
 	w := s.cfg.Worker
@@ -492,6 +499,8 @@ func (s *system) withWorker(h consumer.Handler) error {
 		Parking:                lot,
 		Backlog:                s.backlog,
 		ObserveFunc:            s.autoscaling.Observe,
+		Fleet:                  s.fleet,
+		WatchersPerQueue:       w.WatchersPerQueue,
 		Logger:                 s.logger,
 		Registerer:             s.registry,
 	})
