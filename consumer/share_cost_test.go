@@ -66,7 +66,7 @@ func TestShareCost(t *testing.T) {
 			t.Log(r.String())
 		}
 	}
-	t.Logf("\n| N | W | k | loops per worker | idle ReceiveMessage/s | model | receives/msg | worker requests/msg | empty receives | push latency p50 / max |\n|---|---|---|---|---|---|---|---|---|---|\n%s",
+	t.Logf("\n| N | W | k | loops per worker | idle ReceiveMessage/s | model | receives/msg | empty | non-empty receives/msg | worker requests/msg | push latency p50 / max |\n|---|---|---|---|---|---|---|---|---|---|---|\n%s",
 		strings.Join(rows, "\n"))
 }
 
@@ -84,9 +84,9 @@ type shareResult struct {
 }
 
 func (r shareResult) String() string {
-	return fmt.Sprintf("| %d | %d | %d | %d–%d | %.2f | %.2f | %.3f | %.3f | %.0f%% | %v / %v |",
-		r.n, r.w, r.k, r.loopsMin, r.loopsMax, r.idle, r.model, r.receivesPerMsg, r.requestsPerMsg,
-		100*r.emptyShare, r.p50.Round(time.Millisecond), r.worst.Round(time.Millisecond))
+	return fmt.Sprintf("| %d | %d | %d | %d–%d | %.2f | %.2f | %.3f | %.0f%% | %.3f | %.3f | %v / %v |",
+		r.n, r.w, r.k, r.loopsMin, r.loopsMax, r.idle, r.model, r.receivesPerMsg, 100*r.emptyShare,
+		r.receivesPerMsg*(1-r.emptyShare), r.requestsPerMsg, r.p50.Round(time.Millisecond), r.worst.Round(time.Millisecond))
 }
 
 // idleRate is the model of one idle worker's receives a second: each of
@@ -250,4 +250,56 @@ func measureShare(t *testing.T, n, w, k int) shareResult {
 	}
 	mu.Unlock()
 	return r
+}
+
+// TestShareCostModel prints the model of an idle fleet's receives a
+// second, extrapolated to the default receive wait and slots, for pools
+// and fleets too large to run here:
+//
+//	go test ./consumer -run TestShareCostModel -share.cost -v
+//
+// Before: every worker watches every live queue, and cuts its watch
+// polls to a second once its loops outnumber half its slots. After: each
+// live queue has two watchers, and a worker cuts its polls once fewer
+// than a batch of slots would be left. Each worker also runs an overflow
+// and a backlog loop. The loops per worker come from the assignment of
+// 20 fleets of random ids.
+func TestShareCostModel(t *testing.T) {
+	if !*shareCost {
+		t.Skip("run with -share.cost")
+	}
+	const slots = consumer.ConnectionsDefault
+	wait := consumer.ReceiveWaitDefault
+	before := func(loops int) float64 {
+		if loops <= slots/2 {
+			return float64(loops) / wait.Seconds()
+		}
+		return float64(min(loops, slots))
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	var rows []string
+	for _, n := range []int{8, 64, 256} {
+		live := queue.PoolNames("fairq", n).Live
+		for _, w := range []int{1, 4, 16} {
+			const fleets = 20
+			var after, loopsMax float64
+			for range fleets {
+				ids := make([]string, w)
+				for i := range ids {
+					ids[i] = fmt.Sprintf("ip-10-0-%d-%d-%08x", r.IntN(256), r.IntN(256), r.Uint32())
+				}
+				for _, id := range ids {
+					loops := len(consumer.Assign(live, ids, id, 2)) + 2
+					after += idleRate(loops, slots, wait) / fleets
+					loopsMax = max(loopsMax, float64(loops))
+				}
+			}
+			b := float64(w) * before(n+2)
+			depthReads := float64(w*(n+2)) / 10 // fleet.Autoscaling, every 10 s, unchanged
+			rows = append(rows, fmt.Sprintf("| %d | %d | %d | %.1f | %.0f–%.0f | %.1f | %.0f× | %.1f |",
+				n, w, n+2, b, float64(min(2, w)*n)/float64(w)+2, loopsMax, after, b/after, depthReads))
+		}
+	}
+	t.Logf("\n| N | W | loops per worker before | idle ReceiveMessage/s before | loops per worker after (mean–max) | after | saved | GetQueueAttributes/s (autoscaling) |\n|---|---|---|---|---|---|---|---|\n%s",
+		strings.Join(rows, "\n"))
 }
