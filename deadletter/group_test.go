@@ -28,7 +28,7 @@ func TestRedriveInTheTenantsGroup(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			mem, names := setup(t, "memory")
-			var b queue.Backend = mem
+			b := mem
 			if tt.grouped {
 				b = queue.NewGrouped(mem, envelope.AttrTenant)
 			}
