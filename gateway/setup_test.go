@@ -175,6 +175,7 @@ func (f *fixture) do(t testing.TB, r request) *httptest.ResponseRecorder {
 	}
 	w := httptest.NewRecorder()
 	f.srv.ServeHTTP(w, req)
+	keepsContract(t, req, w.Result())
 	return w
 }
 

@@ -13,15 +13,19 @@ import (
 
 // serverForbidden are packages the server binary must not link: the
 // simulator and its charts, whose plotting libraries (fonts, PDF, LaTeX)
-// would add megabytes to a binary that never draws.
+// would add megabytes to a binary that never draws, and the tests' OpenAPI
+// validator, which holds answers to the document in tests only.
 var serverForbidden = []string{
 	"gonum.org/v1/plot",
 	"github.com/fairq/fairq/sharding/sim",
 	"github.com/fairq/fairq/internal/chart",
+	"github.com/pb33f",
+	"github.com/fairq/fairq/gateway/gatewaytest",
 }
 
 // TestServerDependencies: the server links none of serverForbidden, and
-// the check finds them where they are, in the simulator.
+// the check finds them where they are, in the simulator and in the
+// gateway's test helpers.
 func TestServerDependencies(t *testing.T) {
 	t.Parallel()
 	if got := forbiddenDeps(t, "."); len(got) > 0 {
@@ -31,6 +35,9 @@ func TestServerDependencies(t *testing.T) {
 	// check that found nothing anywhere would fail here.
 	if got := forbiddenDeps(t, "../fairq-sim"); !slices.Contains(got, "gonum.org/v1/plot") {
 		t.Errorf("fairq-sim: forbidden dependencies %v, want gonum.org/v1/plot among them", got)
+	}
+	if got := forbiddenDeps(t, "../../gateway/gatewaytest"); !slices.Contains(got, "github.com/pb33f/libopenapi-validator") {
+		t.Errorf("gatewaytest: forbidden dependencies %v, want github.com/pb33f/libopenapi-validator among them", got)
 	}
 }
 
