@@ -21,16 +21,25 @@ var contract = sync.OnceValues(func() (*gatewaytest.Contract, error) {
 	return gatewaytest.NewContract(gateway.OpenAPI())
 })
 
-// keepsContract fails the test if res, the gateway's answer to req,
-// departs from the OpenAPI document: every answer the tests' request
-// helpers receive is checked.
-func keepsContract(t testing.TB, req *http.Request, res *http.Response) {
+// mustContract returns the contract, failing the test if the document
+// does not build. setup calls it, so that the build, a second or so under
+// the race detector, is done before a test's first request, which it may
+// be timing.
+func mustContract(t testing.TB) *gatewaytest.Contract {
 	t.Helper()
 	c, err := contract()
 	if err != nil {
 		t.Fatalf("OpenAPI document: %v", err)
 	}
-	for _, p := range c.Check(req, res) {
+	return c
+}
+
+// keepsContract fails the test if res, the gateway's answer to req,
+// departs from the OpenAPI document: every answer the tests' request
+// helpers receive is checked.
+func keepsContract(t testing.TB, req *http.Request, res *http.Response) {
+	t.Helper()
+	for _, p := range mustContract(t).Check(req, res) {
 		t.Errorf("answer departs from openapi.json: %s", p)
 	}
 }
@@ -42,10 +51,7 @@ func keepsContract(t testing.TB, req *http.Request, res *http.Response) {
 // a value of the wrong type, is reported, each for what is wrong.
 func TestContractCatchesDepartures(t *testing.T) {
 	t.Parallel()
-	c, err := contract()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustContract(t)
 	f := setup(t)
 	req := httptest.NewRequest(http.MethodPost, "/v1/messages", nil)
 	w := f.do(t, request{key: acmeKey, body: `{"body": "x"}`})

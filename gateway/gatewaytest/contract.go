@@ -1,7 +1,3 @@
-// Package gatewaytest holds what the tests of the gateway and of its
-// clients share: the OpenAPI document as a checker of the gateway's
-// answers. Only tests import it, so that its validator stays out of the
-// fairq binary.
 package gatewaytest
 
 import (
