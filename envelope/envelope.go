@@ -204,66 +204,82 @@ func decodeFast(s string) (Meta, bool) {
 			return m, false
 		}
 		key := s[1]
-		s = s[4:]
 		idx := keyIndex(key)
 		if idx < 0 || seen[idx] {
 			return m, false
 		}
 		seen[idx] = true
-		switch key {
-		case 'p':
-			switch {
-			case strings.HasPrefix(s, "true"):
-				m.Parked, s = true, s[4:]
-			case strings.HasPrefix(s, "false"):
-				m.Parked, s = false, s[5:]
-			default:
-				return m, false
-			}
-		case 't', 'a', 'n', 'f':
-			end := 0
-			for end < len(s) && (s[end] == '-' || s[end] >= '0' && s[end] <= '9') {
-				end++
-			}
-			n, err := strconv.ParseInt(s[:end], 10, 64)
-			if err != nil || !canonicalInt(s[:end]) {
-				return m, false
-			}
-			switch key {
-			case 't':
-				m.EnqueuedAt = n
-			case 'n':
-				m.NotBefore = n
-			case 'f':
-				m.FirstReceivedAt = n
-			default:
-				if int64(int(n)) != n {
-					return m, false
-				}
-				m.Attempts = int(n)
-			}
-			s = s[end:]
-		default:
-			v, rest, ok := plainString(s)
-			if !ok {
-				return m, false
-			}
-			switch key {
-			case 'i':
-				m.ID = v
-			case 'r':
-				m.RequestID = v
-			case 'k':
-				m.IdempotencyKey = v
-			case 'q':
-				m.Origin = v
-			case 'e':
-				m.LastError = v
-			}
-			s = rest
+		var ok bool
+		if s, ok = m.decodeField(key, s[4:]); !ok {
+			return m, false
 		}
 	}
 	return m, true
+}
+
+// decodeField reads the value of field key at the start of s into m and
+// returns what follows it.
+func (m *Meta) decodeField(key byte, s string) (rest string, ok bool) {
+	switch key {
+	case 'p':
+		switch {
+		case strings.HasPrefix(s, "true"):
+			m.Parked = true
+			return s[4:], true
+		case strings.HasPrefix(s, "false"):
+			return s[5:], true
+		}
+		return s, false
+	case 't', 'a', 'n', 'f':
+		end := 0
+		for end < len(s) && (s[end] == '-' || s[end] >= '0' && s[end] <= '9') {
+			end++
+		}
+		n, err := strconv.ParseInt(s[:end], 10, 64)
+		if err != nil || !canonicalInt(s[:end]) {
+			return s, false
+		}
+		return s[end:], m.setInt(key, n)
+	}
+	v, rest, ok := plainString(s)
+	if ok {
+		m.setString(key, v)
+	}
+	return rest, ok
+}
+
+// setInt sets the integer field of key; false if n does not fit it.
+func (m *Meta) setInt(key byte, n int64) bool {
+	switch key {
+	case 't':
+		m.EnqueuedAt = n
+	case 'n':
+		m.NotBefore = n
+	case 'f':
+		m.FirstReceivedAt = n
+	default:
+		if int64(int(n)) != n {
+			return false
+		}
+		m.Attempts = int(n)
+	}
+	return true
+}
+
+// setString sets the string field of key.
+func (m *Meta) setString(key byte, v string) {
+	switch key {
+	case 'i':
+		m.ID = v
+	case 'r':
+		m.RequestID = v
+	case 'k':
+		m.IdempotencyKey = v
+	case 'q':
+		m.Origin = v
+	case 'e':
+		m.LastError = v
+	}
 }
 
 func keyIndex(k byte) int {

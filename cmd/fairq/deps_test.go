@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -40,7 +41,7 @@ func forbiddenDeps(t *testing.T, dir string) []string {
 	out, err := exec.Command(goTool(t), "list", "-deps", dir).Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = string(ee.Stderr)
 		}
 		t.Fatalf("go list -deps %s: %v\n%s", dir, err, stderr)
