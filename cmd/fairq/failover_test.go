@@ -67,9 +67,6 @@ const (
 	// failoverSpillCap caps the delay of a spilled message before it
 	// comes back: the worker's overflow queue would hold it longer.
 	failoverSpillCap = 300 * time.Millisecond
-	// failoverSettle is how long after a change of phase the jobs of the
-	// phase before may still run: the longest job and some.
-	failoverSettle = 400 * time.Millisecond
 	// failoverPhase is how long the load runs before the kill and after
 	// the recovery.
 	failoverPhase = time.Second
@@ -405,13 +402,14 @@ type failoverMsg struct {
 	tenant string
 }
 
-// dispatchEvent is a message dispatched: when, and how many of its
-// tenant's messages were in flight across the fleet with it.
+// dispatchEvent is a message dispatched: when its worker asked the
+// limiter, when it started and ended, and how many of its tenant's
+// messages were in flight across the fleet with it.
 type dispatchEvent struct {
-	at       time.Time
-	phase    int
-	tenant   string
-	inFlight int64
+	asked, at, end time.Time
+	phase          int
+	tenant         string
+	inFlight       int64
 }
 
 // degradedSample is fairq_redis_degraded of each worker's rate limiter
@@ -462,6 +460,7 @@ func (r *failoverRun) slot(w *worker) {
 			return
 		case m = <-r.queue:
 		}
+		asked := time.Now()
 		v, err := w.lim.Admit(context.Background(), &consumer.Message{
 			ID: fmt.Sprint(m.id), Tenant: m.tenant, EnqueuedAt: time.Now(), ReceiveCount: 1,
 		})
@@ -476,11 +475,15 @@ func (r *failoverRun) slot(w *worker) {
 		case consumer.Dispatch:
 			n := r.inFlight[m.tenant].Add(1)
 			r.mu.Lock()
-			r.events = append(r.events, dispatchEvent{at: time.Now(), phase: r.phase, tenant: m.tenant, inFlight: n})
+			i := len(r.events)
+			r.events = append(r.events, dispatchEvent{asked: asked, at: time.Now(), phase: r.phase, tenant: m.tenant, inFlight: n})
 			r.ran[m.id]++
 			r.mu.Unlock()
 			time.Sleep(r.job[m.tenant]) // the job
 			r.inFlight[m.tenant].Add(-1)
+			r.mu.Lock()
+			r.events[i].end = time.Now()
+			r.mu.Unlock()
 			if v.Done != nil {
 				v.Done()
 			}
@@ -608,17 +611,17 @@ func (r *failoverRun) checkDegradedSeen(errorf func(string, ...any), open bool) 
 // checkLimits holds each tenant's dispatches to its limits. In flight,
 // for a concurrency c over n workers, each allowed s = ⌈c/n⌉ of it while
 // Redis is unreachable:
-//   - healthy, and recovered once the jobs started before ended: c;
-//   - failing open, from the kill until the replica can have taken over
-//     (the cluster's node timeout), once the jobs started on Redis ended:
-//     every worker on its share, n×s;
+//   - healthy, and recovered once the jobs asked for in the outage ended:
+//     c;
+//   - failing open, from the end of the jobs asked for before the kill
+//     (they may hold leases in Redis) until the replica can have taken
+//     over (the cluster's node timeout): every worker on its share, n×s;
 //   - failing open, otherwise from the kill until the jobs of the outage
 //     ended: c + n×s. A worker back on Redis takes up to c there while
 //     the slots taken locally, its own or another worker's still cut off,
 //     run on unknown to Redis;
-//   - failing closed: c throughout, and nothing started for the tenants
-//     on the dead master between the kill (and its jobs' end) and the
-//     node timeout.
+//   - failing closed: c throughout, and nothing asked for after the kill
+//     starts for the tenants on the dead master until the node timeout.
 //
 // Started, for a rate r and burst b over a phase of t seconds: b + r×t;
 // failing open, a tenant on the masters still up is asked of Redis when
@@ -630,27 +633,38 @@ func (r *failoverRun) checkLimits(errorf func(string, ...any), limits map[string
 	defer r.mu.Unlock()
 	n := int64(len(r.workers))
 	victim := map[string]bool{r.ids["conc"]: true, r.ids["rate"]: true}
-	end := r.ended
 	span := func(p int) (time.Time, time.Time) {
 		if p+1 < phases {
 			return r.phaseAt[p], r.phaseAt[p+1]
 		}
-		return r.phaseAt[p], end
+		return r.phaseAt[p], r.ended
 	}
-	localOnly := func(at time.Time) bool {
-		// Before the nodes' timeout no replica can have taken over.
-		return at.After(r.killedAt.Add(failoverSettle)) && at.Before(r.killedAt.Add(testenv.ClusterNodeTimeout))
-	}
+	// Before the nodes' timeout no replica can have taken over.
+	takeover := r.killedAt.Add(testenv.ClusterNodeTimeout)
 	for id, lim := range limits {
 		c := int64(lim.Concurrency)
 		share := (c + n - 1) / n
+		// When the jobs asked for before the kill, and before the
+		// recovery, had all ended.
+		var preKillDone, outageDone time.Time
+		for _, e := range r.events {
+			if e.tenant != id {
+				continue
+			}
+			if e.asked.Before(r.killedAt) && e.end.After(preKillDone) {
+				preKillDone = e.end
+			}
+			if e.asked.Before(r.phaseAt[phaseRecovered]) && e.end.After(outageDone) {
+				outageDone = e.end
+			}
+		}
 		bound := func(e dispatchEvent) int64 {
 			switch {
 			case !open:
 				return c
-			case e.phase == phaseOutage && localOnly(e.at):
+			case e.asked.After(r.killedAt) && e.at.After(preKillDone) && e.at.Before(takeover):
 				return n * share
-			case e.phase == phaseOutage, e.phase == phaseRecovered && e.at.Before(r.phaseAt[phaseRecovered].Add(failoverSettle)):
+			case e.phase == phaseOutage, e.phase == phaseRecovered && !e.at.After(outageDone):
 				return c + n*share
 			}
 			return c
@@ -665,8 +679,8 @@ func (r *failoverRun) checkLimits(errorf func(string, ...any), limits map[string
 				errorf("%s, %s phase, +%v: %d in flight, want at most %d (concurrency %d)",
 					id, phaseNames[e.phase], e.at.Sub(r.started).Round(time.Millisecond), e.inFlight, limit, c)
 			}
-			if !open && victim[id] && e.phase == phaseOutage && localOnly(e.at) {
-				errorf("%s, failing closed, started a message %v after its master was killed", id, e.at.Sub(r.killedAt).Round(time.Millisecond))
+			if !open && victim[id] && e.asked.After(r.killedAt) && e.at.Before(takeover) {
+				errorf("%s, failing closed, started a message asked for %v after its master was killed", id, e.asked.Sub(r.killedAt).Round(time.Millisecond))
 			}
 		}
 		if lim.ProcessRate >= 1000 {
@@ -758,9 +772,13 @@ func TestFailoverChecks(t *testing.T) {
 		r.generated.Store(2)
 		return r
 	}
+	// A message asked for and started at t0+d, its job 100 ms long.
 	at := func(d time.Duration, phase int, tenant string, inFlight int64) dispatchEvent {
-		return dispatchEvent{at: t0.Add(d), phase: phase, tenant: tenant, inFlight: inFlight}
+		return dispatchEvent{asked: t0.Add(d), at: t0.Add(d), end: t0.Add(d + 100*time.Millisecond), phase: phase, tenant: tenant, inFlight: inFlight}
 	}
+	// A job asked for on Redis just before the kill, running 600 ms into
+	// the outage.
+	long := dispatchEvent{asked: t0.Add(900 * time.Millisecond), at: t0.Add(900 * time.Millisecond), end: t0.Add(1600 * time.Millisecond), phase: phaseHealthy, tenant: "conc", inFlight: 1}
 	many := func(n int, d time.Duration, phase int, tenant string) []dispatchEvent {
 		var out []dispatchEvent
 		for range n {
@@ -783,8 +801,12 @@ func TestFailoverChecks(t *testing.T) {
 		{"local shares, open", true, newRun(at(2*time.Second-time.Millisecond, phaseOutage, "conc", 4)), nil},
 		{"over the concurrency", true, newRun(at(500*time.Millisecond, phaseHealthy, "conc", 4)), []string{"conc, healthy phase, +500ms: 4 in flight, want at most 3 (concurrency 3)"}},
 		{"over the local shares", true, newRun(at(1500*time.Millisecond, phaseOutage, "conc", 5)), []string{"conc, outage phase, +1.5s: 5 in flight, want at most 4 (concurrency 3)"}},
+		{"beside leases from before the kill, open", true, newRun(long, at(1500*time.Millisecond, phaseOutage, "conc", 7)), nil},
+		{"over the local shares once those ended", true, newRun(long, at(1700*time.Millisecond, phaseOutage, "conc", 5)), []string{"conc, outage phase, +1.7s: 5 in flight, want at most 4 (concurrency 3)"}},
+		{"over the concurrency and the local shares", true, newRun(long, at(1500*time.Millisecond, phaseOutage, "conc", 8)), []string{"conc, outage phase, +1.5s: 8 in flight, want at most 7 (concurrency 3)"}},
+		{"over the concurrency once the outage's jobs ended", true, newRun(at(3950*time.Millisecond, phaseOutage, "conc", 1), at(4050*time.Millisecond, phaseRecovered, "conc", 7), at(4100*time.Millisecond, phaseRecovered, "conc", 4)), []string{"conc, recovered phase, +4.1s: 4 in flight, want at most 3 (concurrency 3)"}},
 		{"over the concurrency, closed", false, newRun(at(3*time.Second, phaseOutage, "conc", 4)), []string{"conc, outage phase, +3s: 4 in flight, want at most 3 (concurrency 3)"}},
-		{"started on a dead master, closed", false, newRun(at(1500*time.Millisecond, phaseOutage, "rate", 1)), []string{"rate, failing closed, started a message 500ms after its master was killed"}},
+		{"started on a dead master, closed", false, newRun(at(1500*time.Millisecond, phaseOutage, "rate", 1)), []string{"rate, failing closed, started a message asked for 500ms after its master was killed"}},
 		{"over the rate", true, newRun(many(30, 500*time.Millisecond, phaseHealthy, "calm")...), []string{"calm, healthy phase (1s): 30 started, want at most 24 (rate 20/s, burst 4)"}},
 	}
 	for _, tt := range tests {
