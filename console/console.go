@@ -10,7 +10,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"html/template"
+	"html"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -105,7 +106,6 @@ type Console struct {
 	log      *slog.Logger
 	sessions *sessions
 	logins   *loginLimiter
-	page     *template.Template
 	assets   map[string]*asset
 	handler  http.Handler
 }
@@ -121,7 +121,6 @@ func New(cfg Config) (*Console, error) {
 		log:      cfg.Logger,
 		sessions: newSessions(cfg.TokenSHA256, cfg.Lifetime, cfg.Now),
 		logins:   newLoginLimiter(rate.Every(cfg.LoginEvery), cfg.LoginBurst, cfg.LoginClients, cfg.Now),
-		page:     pageTemplate,
 		assets:   staticAssets,
 	}
 	// Logging in and out change state: refused when a browser says the
@@ -269,25 +268,37 @@ func pageHeaders(h http.Header) {
 	h.Set("Referrer-Policy", "no-referrer")
 }
 
+// render writes the console page, or the login page with d's error.
+// Two fixed pages and one escaped string, rather than html/template: a
+// template package reachable from the binary calls methods by name
+// through reflection, which keeps every exported method of every type
+// the server uses in its interfaces and made the binary half again as
+// large.
 func (c *Console) render(w http.ResponseWriter, status int, d pageData) {
-	var buf bytes.Buffer
-	if err := c.page.Execute(&buf, d); err != nil {
-		// The template is fixed and its data plain: a wiring mistake.
-		panic(fmt.Sprintf("console: page template: %v", err))
+	page := consolePage
+	if !d.LoggedIn {
+		problem := ""
+		if d.Error != "" {
+			problem = `<p class="problem" id="login-error" role="alert">` + html.EscapeString(d.Error) + `</p>`
+		}
+		page = strings.Replace(loginPage, errorMark, problem, 1)
 	}
 	h := w.Header()
 	pageHeaders(h)
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	io.WriteString(w, page)
 }
 
 //go:embed assets
 var assetFS embed.FS
 
 var (
-	pageTemplate = template.Must(template.ParseFS(assetFS, "assets/console.html"))
+	// The two pages share the start of their head; the console's goes on
+	// with its script.
+	consolePage  = mustAsset("assets/head.html") + mustAsset("assets/console.html")
+	loginPage    = mustAsset("assets/head.html") + mustAsset("assets/login.html")
 	staticAssets = map[string]*asset{
 		"console.js":  newAsset("assets/console.js", "text/javascript; charset=utf-8"),
 		"console.css": newAsset("assets/console.css", "text/css; charset=utf-8"),
@@ -299,6 +310,18 @@ type asset struct {
 	contentType    string
 	etag, etagGzip string
 	raw, gz        []byte
+}
+
+// errorMark is where the login page says why it is shown again.
+const errorMark = "<!--error-->"
+
+// mustAsset is an embedded page's text.
+func mustAsset(name string) string {
+	raw, err := assetFS.ReadFile(name)
+	if err != nil || (name == "assets/login.html" && !strings.Contains(string(raw), errorMark)) {
+		panic(fmt.Sprintf("console: page %s: %v", name, err)) // embedded: a wiring mistake
+	}
+	return string(raw)
 }
 
 func newAsset(name, contentType string) *asset {
