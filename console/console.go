@@ -288,7 +288,7 @@ func (c *Console) render(w http.ResponseWriter, status int, d pageData) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	io.WriteString(w, page)
+	_, _ = io.WriteString(w, page) // the client went away: nothing to do
 }
 
 //go:embed assets
