@@ -54,6 +54,14 @@ type Meta struct {
 	// parking): its first receive only parks it, so it is no delivery
 	// attempt, and its attempts count one receive fewer.
 	Parked bool `json:"p,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context the message
+	// was produced in: the gateway's producer span when it traces; when
+	// it does not, Traceparent is empty (the caller's is the traceparent
+	// attribute) and Tracestate is the caller's. They are kept across
+	// moves, so that every delivery of the message links to its producer.
+	// Messages written before they existed have neither.
+	Traceparent string `json:"tp,omitempty"`
+	Tracestate  string `json:"ts,omitempty"`
 }
 
 // FirstReceived returns FirstReceivedAt as a time; the zero time when
@@ -110,6 +118,8 @@ func (m Meta) AppendEncode(b []byte) []byte {
 	if m.Parked {
 		b = append(b, `,"p":true`...)
 	}
+	b = appendField(b, "tp", m.Traceparent)
+	b = appendField(b, "ts", m.Tracestate)
 	return append(b, '}')
 }
 
@@ -183,7 +193,7 @@ func Decode(s string) (Meta, error) {
 }
 
 // decodeFast reads the exact form Encode writes: no whitespace, no escapes
-// in strings, known fields each at most once. It reports false for
+// in strings, known fields (one letter, or "tp" and "ts") each at most once. It reports false for
 // anything else, and Decode falls back to encoding/json.
 func decodeFast(s string) (Meta, bool) {
 	var m Meta
@@ -191,7 +201,7 @@ func decodeFast(s string) (Meta, bool) {
 		return m, false
 	}
 	s = s[1 : len(s)-1]
-	var seen [10]bool
+	var seen [12]bool
 	for first := true; s != ""; first = false {
 		if !first {
 			if s[0] != ',' {
@@ -199,12 +209,17 @@ func decodeFast(s string) (Meta, bool) {
 			}
 			s = s[1:]
 		}
-		// A key: "x":
-		if len(s) < 4 || s[0] != '"' || s[2] != '"' || s[3] != ':' {
+		// A key: "x": or "tp": / "ts":, the two-letter ones read as
+		// 'P' and 'S' below.
+		var key byte
+		switch {
+		case len(s) >= 4 && s[0] == '"' && s[2] == '"' && s[3] == ':' && s[1] != 'P' && s[1] != 'S':
+			key, s = s[1], s[4:]
+		case len(s) >= 5 && s[0] == '"' && s[1] == 't' && s[3] == '"' && s[4] == ':' && (s[2] == 'p' || s[2] == 's'):
+			key, s = s[2]-('a'-'A'), s[5:]
+		default:
 			return m, false
 		}
-		key := s[1]
-		s = s[4:]
 		idx := keyIndex(key)
 		if idx < 0 || seen[idx] {
 			return m, false
@@ -259,6 +274,10 @@ func decodeFast(s string) (Meta, bool) {
 				m.Origin = v
 			case 'e':
 				m.LastError = v
+			case 'P':
+				m.Traceparent = v
+			case 'S':
+				m.Tracestate = v
 			}
 			s = rest
 		}
@@ -288,6 +307,10 @@ func keyIndex(k byte) int {
 		return 8
 	case 'p':
 		return 9
+	case 'P': // "tp"
+		return 10
+	case 'S': // "ts"
+		return 11
 	}
 	return -1
 }
