@@ -45,6 +45,13 @@ func traceOf(r *http.Request) callerTrace {
 // headerTracestate is the canonical form of tracestate.
 const headerTracestate = "Tracestate"
 
+// The options of the gateway's spans, made once: each option and the
+// slice of them would otherwise be allocated at every request.
+var (
+	serverSpan   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	producerSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}
+)
+
 // newTracer returns the gateway's tracer; nil when tracing is off.
 func newTracer(tp trace.TracerProvider) trace.Tracer {
 	if tp == nil {
@@ -54,22 +61,28 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 }
 
 // traceRequest is the middleware of the server spans, inside frame. The
-// span is started with no attributes and named once the route is known;
-// a span the sampler left out gets none, so that tracing at a small
-// sampling ratio costs little more than no tracing.
+// span is started with no attributes and named once the route is known.
+// A request the sampler left out keeps its span in its frame only, not in
+// a context of its own (which would copy the request), gets no
+// attributes, and its messages no producer span (see startProducers), so
+// that tracing at a small sampling ratio costs little more than none.
 func (s *Server) traceRequest(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := telemetry.ExtractHTTP(r.Context(), r.Header)
-		ctx, span := s.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := s.tracer.Start(telemetry.ExtractHTTP(r.Context(), r.Header), r.Method, serverSpan...)
 		defer span.End()
-		r = r.WithContext(ctx)
-		next.ServeHTTP(w, r)
+		f, _ := r.Context().Value(requestIDKey).(*requestFrame)
+		if f != nil {
+			f.span = span
+		}
 		if !span.IsRecording() {
+			next.ServeHTTP(w, r)
 			return
 		}
+		r = r.WithContext(ctx) // the parent of the producer spans and SQS calls
+		next.ServeHTTP(w, r)
 		route := routeOf(r)
 		status := http.StatusOK
-		if f, ok := ctx.Value(requestIDKey).(*requestFrame); ok {
+		if f != nil {
 			status = f.w.status
 			span.SetAttributes(telemetry.RequestIDKey.String(f.id))
 		}
@@ -109,9 +122,25 @@ func (s *Server) traceparentRoom() int {
 
 // startProducers starts the producer span of each message about to be
 // sent, child of the request's span, and puts its context in the
-// message's fairq-meta. The span is named once the queue is picked.
+// message's fairq-meta. The span is named once the queue is picked. The
+// messages of a request the sampler left out get no span: they carry the
+// request's span context, unsampled, so that the worker leaves their
+// deliveries out too.
 func (s *Server) startProducers(ctx context.Context, t string, es []entry) {
 	if s.tracer == nil {
+		return
+	}
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		f, _ := ctx.Value(requestIDKey).(*requestFrame)
+		if f == nil || f.span == nil || !f.span.SpanContext().IsValid() {
+			return
+		}
+		tp, ts := telemetry.Format(f.span.SpanContext())
+		for i := range es {
+			if e := &es[i]; e.waiting() {
+				e.item.meta.Traceparent, e.item.meta.Tracestate = tp, ts
+			}
+		}
 		return
 	}
 	n := 0
@@ -125,7 +154,7 @@ func (s *Server) startProducers(ctx context.Context, t string, es []entry) {
 		if !e.waiting() {
 			continue
 		}
-		_, span := s.tracer.Start(ctx, "send", trace.WithSpanKind(trace.SpanKindProducer))
+		_, span := s.tracer.Start(ctx, "send", producerSpan...)
 		e.item.span = span
 		e.item.meta.Traceparent, e.item.meta.Tracestate = telemetry.Format(span.SpanContext())
 		if span.IsRecording() {

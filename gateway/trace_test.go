@@ -186,7 +186,7 @@ func TestTraceBatch(t *testing.T) {
 }
 
 // TestTraceSampledOut: a caller's unsampled trace records no span, and the
-// message still carries the producer's context, unsampled, so that the
+// message still carries the request's context, unsampled, so that the
 // worker does not sample it either.
 func TestTraceSampledOut(t *testing.T) {
 	tp, exp := tracing(t, sdktrace.ParentBased(sdktrace.AlwaysSample()))
