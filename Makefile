@@ -6,7 +6,7 @@
 #   make release       static linux/amd64 and linux/arm64 binaries and SHA256SUMS in dist/
 #   make deploy-check  the deployment checks: Helm, kube-score, Terraform, systemd, the image
 #   make bench         run the Go benchmarks
-#   make lint          gofmt, go vet and golangci-lint (when installed)
+#   make lint          gofmt, go vet and golangci-lint (.golangci.yml; installed when missing)
 #   make loadtest      the k6 load tests against a local system (installs k6 when missing)
 #   make chaos         the chaos suite: every fault against the real processes (about 16 minutes)
 #   make loadtest-compare A=<commit> [B=<commit>]  the gateway's throughput at two commits (wrk)
@@ -31,7 +31,7 @@ LDFLAGS    := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) \
               -X main.modified=$(MODIFIED) -X main.buildTime=$(BUILD_TIME)
 GOBUILD     = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags "$(LDFLAGS)"
 
-.PHONY: all build test deps deps-redis deps-fauxqs deps-deploy deps-oapi-codegen deps-promtool fuzz-smoke bench lint loadtest clean \
+.PHONY: all build test deps deps-lint deps-redis deps-chromium deps-fauxqs deps-deploy deps-oapi-codegen deps-promtool fuzz-smoke bench lint loadtest clean \
         image release manifests deploy-check
 
 all: build
@@ -39,19 +39,25 @@ all: build
 build:
 	$(GOBUILD) -o fairq ./cmd/fairq
 
-## test: what CI runs. Installs redis-server (Debian), fauxqs (npm, from
-## the committed lockfile), promtool (from Debian's prometheus package)
-## and oapi-codegen (go install) when they are missing.
+## test: what CI runs. Installs redis-server and chromium (Debian), fauxqs
+## (npm, from the committed lockfile), promtool (from Debian's prometheus
+## package) and oapi-codegen (go install) when they are missing.
 test: deps
 	$(GO) test -race -timeout 12m $(PKGS)
 	$(MAKE) --no-print-directory fuzz-smoke
 
-deps: deps-redis deps-fauxqs deps-oapi-codegen deps-promtool deps-deploy
+deps: deps-redis deps-chromium deps-fauxqs deps-oapi-codegen deps-promtool deps-deploy
 
 deps-redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "redis-server missing: installing Debian's redis-server"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+## deps-chromium: the headless browser the console's test drives (chromedp).
+deps-chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "chromium missing: installing Debian's chromium"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 deps-fauxqs: node_modules/.fauxqs-installed
 
@@ -101,10 +107,20 @@ fuzz-smoke:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-lint:
+## lint: what CI runs before the tests: gofmt, go vet, and golangci-lint
+## with the committed .golangci.yml, at the version pinned here.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+lint: deps-lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run; else echo "golangci-lint not installed: skipped"; fi
+	"$(GOBIN_DIR)/golangci-lint" run ./...
+
+deps-lint:
+	@case "$$("$(GOBIN_DIR)/golangci-lint" version --short 2>/dev/null)" in \
+	  $(patsubst v%,%,$(GOLANGCI_LINT_VERSION))*) ;; \
+	  *) echo "golangci-lint $(GOLANGCI_LINT_VERSION) missing: installing it with go install (a few minutes)"; \
+	     GOFLAGS= $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION);; \
+	esac
 
 clean:
 	rm -rf fairq dist

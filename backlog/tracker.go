@@ -325,7 +325,7 @@ func (t *Tracker) flush(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err != errResting && ctx.Err() == nil { // else the caller of Flush gave up; Redis is not to blame
+	if !errors.Is(err, errResting) && ctx.Err() == nil { // else the caller of Flush gave up; Redis is not to blame
 		t.redis.Failed(ctx, err)
 	}
 	if lost > 0 {

@@ -71,7 +71,7 @@ func addLines(err error, lines map[string]int) {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		if ke, ok := e.(*KeyError); ok && ke.Line == 0 {
+		if ke := (*KeyError)(nil); errors.As(e, &ke) && ke.Line == 0 {
 			ke.Line = lines[ke.Key]
 		}
 	}

@@ -43,10 +43,16 @@ func (dq *Queue) Peek(ctx context.Context, sel Selection, bodies bool) (Page, er
 	cfg := dq.cfg
 	var page Page
 	var held, extra []string
+	var shown []queue.Message // to redrive by id while hidden
+	var hiddenUntil time.Time
 	defer func() {
 		release(context.WithoutCancel(ctx), cfg, append(held, extra...))
+		dq.remember(shown, hiddenUntil)
 	}()
 	for len(page.Letters) < sel.Max {
+		if hiddenUntil.IsZero() {
+			hiddenUntil = time.Now().Add(PeekHide) // before the receive: the earliest its hiding can end
+		}
 		msgs, err := cfg.Backend.Receive(ctx, cfg.Names.DLQ, queue.ReceiveOptions{Max: queue.MaxBatch, Wait: scanWait, Visibility: PeekHide})
 		if err != nil {
 			return page, fmt.Errorf("peek: receive from %s: %w", cfg.Names.DLQ, err)
@@ -64,6 +70,7 @@ func (dq *Queue) Peek(ctx context.Context, sel Selection, bodies bool) (Page, er
 				page.More = true
 			default:
 				page.Letters = append(page.Letters, letterOf(m, bodies))
+				shown = append(shown, m)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/fairq/fairq/backlog"
@@ -118,6 +119,58 @@ type RedriveResult struct {
 // it: Redrive, Peek and Purge.
 type Queue struct {
 	cfg Config
+
+	// peeked holds the dead letters the latest peeks hid, by id, with
+	// their receipt handles: a redrive by id takes them from here while
+	// they are hidden, since no receive can see them then.
+	mu     sync.Mutex
+	peeked map[string]peekedLetter
+}
+
+// peekedLetter is a dead letter a peek hid, until when.
+type peekedLetter struct {
+	m     queue.Message
+	until time.Time
+}
+
+// peekMargin is how long before its hiding ends a peeked letter is no
+// longer taken from memory: its receipt handle must still hold when the
+// redrive deletes it.
+const peekMargin = 10 * time.Second
+
+// remember keeps the messages a peek hid.
+func (dq *Queue) remember(msgs []queue.Message, until time.Time) {
+	dq.mu.Lock()
+	defer dq.mu.Unlock()
+	now := time.Now()
+	for id, p := range dq.peeked {
+		if now.After(p.until) {
+			delete(dq.peeked, id)
+		}
+	}
+	for _, m := range msgs {
+		dq.peeked[idOf(m)] = peekedLetter{m: m, until: until}
+	}
+}
+
+// takePeeked removes and returns the peeked letters of sel's ids that are
+// still hidden long enough to be moved.
+func (dq *Queue) takePeeked(sel Selection) []queue.Message {
+	dq.mu.Lock()
+	defer dq.mu.Unlock()
+	var out []queue.Message
+	limit := time.Now().Add(peekMargin)
+	for _, id := range sel.IDs {
+		p, ok := dq.peeked[id]
+		if !ok {
+			continue
+		}
+		delete(dq.peeked, id)
+		if p.until.After(limit) && sel.takes(p.m.Attributes[envelope.AttrTenant], id) {
+			out = append(out, p.m)
+		}
+	}
+	return out
 }
 
 // New returns a Queue, or an error wrapping ErrInvalidConfig.
@@ -126,7 +179,7 @@ func New(cfg Config) (*Queue, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Queue{cfg: cfg}, nil
+	return &Queue{cfg: cfg, peeked: map[string]peekedLetter{}}, nil
 }
 
 // Selection says which dead letters an operation takes: a tenant's (all
@@ -160,6 +213,10 @@ func (s Selection) takes(tenant, id string) bool {
 //
 // A redriven message older than worker.backlog_age goes through the
 // backlog queue, like any old message.
+//
+// Dead letters named by id that a peek of this Queue hid are taken
+// without a receive (a receive cannot see them until the peek's hiding
+// ends); when all the ids named are found so, the queue is not read.
 func (dq *Queue) Redrive(ctx context.Context, sel Selection) (RedriveResult, error) {
 	cfg := dq.cfg
 	r := &redrive{cfg: cfg, sel: sel, res: RedriveResult{ByTenant: map[string]int{}}}
@@ -169,6 +226,18 @@ func (dq *Queue) Redrive(ctx context.Context, sel Selection) (RedriveResult, err
 	defer func() {
 		release(context.WithoutCancel(ctx), cfg, r.held)
 	}()
+	if len(sel.IDs) > 0 {
+		found := dq.takePeeked(sel)
+		if sel.Max > 0 && len(found) > sel.Max {
+			found = found[:sel.Max] // the rest stay hidden until the peek's hiding ends
+		}
+		if err := r.move(ctx, found); err != nil {
+			return r.res, err
+		}
+		if len(found) == len(sel.IDs) {
+			return r.res, nil
+		}
+	}
 	for sel.Max == 0 || r.res.Moved < sel.Max {
 		want := queue.MaxBatch
 		if sel.Max > 0 {
@@ -181,15 +250,24 @@ func (dq *Queue) Redrive(ctx context.Context, sel Selection) (RedriveResult, err
 		if len(msgs) == 0 {
 			break
 		}
-		byQueue, err := r.pick(msgs)
-		if err != nil {
+		if err := r.move(ctx, msgs); err != nil {
 			return r.res, err
-		}
-		for q, ps := range byQueue {
-			r.sendBack(ctx, q, ps)
 		}
 	}
 	return r.res, nil
+}
+
+// move sends back the dead letters of msgs the selection takes and holds
+// the others.
+func (r *redrive) move(ctx context.Context, msgs []queue.Message) error {
+	byQueue, err := r.pick(msgs)
+	if err != nil {
+		return err
+	}
+	for q, ps := range byQueue {
+		r.sendBack(ctx, q, ps)
+	}
+	return nil
 }
 
 // redrive is one Redrive under way.

@@ -119,3 +119,40 @@ func TestRedriveByID(t *testing.T) {
 		t.Errorf("%d dead letters left, want the one not named", n)
 	}
 }
+
+// TestRedriveAfterPeek: the dead letters a peek just hid are redriven by
+// id at once, without waiting for the peek's hiding to end, on each
+// backend; one that was not peeked is still found by reading the queue.
+func TestRedriveAfterPeek(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			b, names := setup(t, kind)
+			ids := seed(t, b, names.DLQ, "a", "a", "b")
+			dq, err := deadletter.New(deadletter.Config{Backend: b, Names: names, Picker: picker{}, Logger: discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			page, err := dq.Peek(ctx, deadletter.Selection{Tenant: "a", Max: 10}, false)
+			if err != nil || len(page.Letters) != 2 {
+				t.Fatalf("peek: %+v %v", page, err)
+			}
+			start := time.Now()
+			res, err := dq.Redrive(ctx, deadletter.Selection{IDs: []string{ids[0]}})
+			if err != nil || res.Moved != 1 || res.ByTenant["a"] != 1 {
+				t.Errorf("redrive of a peeked id: %+v %v", res, err)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("redrive of a peeked id took %v: it waited for the peek's hiding", took)
+			}
+			// Once taken, a peeked letter is not taken twice.
+			if res, err := dq.Redrive(ctx, deadletter.Selection{IDs: []string{ids[0], ids[2]}}); err != nil || res.Moved != 1 || res.ByTenant["b"] != 1 {
+				t.Errorf("redrive of the moved id and an unpeeked one: %+v %v", res, err)
+			}
+			if n := depth(t, b, names.DLQ); n != 1 {
+				t.Errorf("%d dead letters left, want a's second (still hidden by the peek)", n)
+			}
+		})
+	}
+}

@@ -193,9 +193,9 @@ func TestAlertRulesControl(t *testing.T) {
 	}
 
 	t.Run("misspelt metric", func(t *testing.T) {
-		broken := replace(t, rules, "fairq_backlog_per_instance)", "fairq_backlog_per_instanse)")
+		broken := replace(t, rules, "fairq_backlog_per_instance)", "fairq_backlog_per_instanse)") //nolint:misspell // the typo is the test
 		errs := checkRules(exported, []byte(broken), []byte(tests), runbook)
-		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "no metric fairq_backlog_per_instanse") {
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "no metric fairq_backlog_per_instanse") { //nolint:misspell // the typo is the test
 			t.Errorf("checkRules of a misspelt metric: %v", errors.Join(errs...))
 		}
 	})

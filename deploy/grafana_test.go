@@ -184,7 +184,7 @@ func TestGrafanaDashboardControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := map[string]string{
-		"typo":   `sum(rate(fairq_admited_total{tenant=~"$tenant"}[$__rate_interval]))`,
+		"typo":   `sum(rate(fairq_admited_total{tenant=~"$tenant"}[$__rate_interval]))`, //nolint:misspell // the typo is the test
 		"syntax": `sum by (reason) (rate(fairq_rejected_total[$__rate_interval])`,
 	}
 	for title, expr := range broken {
@@ -202,7 +202,7 @@ func TestGrafanaDashboardControl(t *testing.T) {
 	if len(errs) != len(broken) {
 		t.Fatalf("%d problems reported, want %d: %v", len(errs), len(broken), errors.Join(errs...))
 	}
-	for title, want := range map[string]string{"typo": "no metric fairq_admited_total", "syntax": "unclosed left parenthesis"} {
+	for title, want := range map[string]string{"typo": "no metric fairq_admited_total", "syntax": "unclosed left parenthesis"} { //nolint:misspell // the typo is the test
 		found := false
 		for _, err := range errs {
 			found = found || (strings.Contains(err.Error(), `panel "`+title+`"`) && strings.Contains(err.Error(), want))

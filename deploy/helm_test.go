@@ -469,11 +469,11 @@ func checkContainer(name string, c corev1.Container, psc *corev1.PodSecurityCont
 			bad("%s: no %s limit", name, r)
 		}
 	}
-	ref := c.Image
-	if i := strings.Index(ref, "@"); i >= 0 {
-		ref = ref[:i] // pinned by digest
-	} else if i := strings.LastIndex(ref, ":"); i < 0 || i < strings.LastIndex(ref, "/") || ref[i+1:] == "latest" {
-		bad("%s: image %q has no tag, or latest", name, c.Image)
+	// An image pinned by digest (name@sha256:…) needs no tag.
+	if ref := c.Image; !strings.Contains(ref, "@") {
+		if i := strings.LastIndex(ref, ":"); i < 0 || i < strings.LastIndex(ref, "/") || ref[i+1:] == "latest" {
+			bad("%s: image %q has no tag, or latest", name, c.Image)
+		}
 	}
 	if c.ImagePullPolicy != corev1.PullAlways {
 		bad("%s: imagePullPolicy %q, want Always", name, c.ImagePullPolicy)

@@ -193,8 +193,9 @@ func Decode(s string) (Meta, error) {
 }
 
 // decodeFast reads the exact form Encode writes: no whitespace, no escapes
-// in strings, known fields (one letter, or "tp" and "ts") each at most once. It reports false for
-// anything else, and Decode falls back to encoding/json.
+// in strings, known fields (one letter, or "tp" and "ts") each at most
+// once. It reports false for anything else, and Decode falls back to
+// encoding/json.
 func decodeFast(s string) (Meta, bool) {
 	var m Meta
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
@@ -209,15 +210,8 @@ func decodeFast(s string) (Meta, bool) {
 			}
 			s = s[1:]
 		}
-		// A key: "x": or "tp": / "ts":, the two-letter ones read as
-		// 'P' and 'S' below.
 		var key byte
-		switch {
-		case len(s) >= 4 && s[0] == '"' && s[2] == '"' && s[3] == ':' && s[1] != 'P' && s[1] != 'S':
-			key, s = s[1], s[4:]
-		case len(s) >= 5 && s[0] == '"' && s[1] == 't' && s[3] == '"' && s[4] == ':' && (s[2] == 'p' || s[2] == 's'):
-			key, s = s[2]-('a'-'A'), s[5:]
-		default:
+		if key, s = readKey(s); key == 0 {
 			return m, false
 		}
 		idx := keyIndex(key)
@@ -225,64 +219,94 @@ func decodeFast(s string) (Meta, bool) {
 			return m, false
 		}
 		seen[idx] = true
-		switch key {
-		case 'p':
-			switch {
-			case strings.HasPrefix(s, "true"):
-				m.Parked, s = true, s[4:]
-			case strings.HasPrefix(s, "false"):
-				m.Parked, s = false, s[5:]
-			default:
-				return m, false
-			}
-		case 't', 'a', 'n', 'f':
-			end := 0
-			for end < len(s) && (s[end] == '-' || s[end] >= '0' && s[end] <= '9') {
-				end++
-			}
-			n, err := strconv.ParseInt(s[:end], 10, 64)
-			if err != nil || !canonicalInt(s[:end]) {
-				return m, false
-			}
-			switch key {
-			case 't':
-				m.EnqueuedAt = n
-			case 'n':
-				m.NotBefore = n
-			case 'f':
-				m.FirstReceivedAt = n
-			default:
-				if int64(int(n)) != n {
-					return m, false
-				}
-				m.Attempts = int(n)
-			}
-			s = s[end:]
-		default:
-			v, rest, ok := plainString(s)
-			if !ok {
-				return m, false
-			}
-			switch key {
-			case 'i':
-				m.ID = v
-			case 'r':
-				m.RequestID = v
-			case 'k':
-				m.IdempotencyKey = v
-			case 'q':
-				m.Origin = v
-			case 'e':
-				m.LastError = v
-			case 'P':
-				m.Traceparent = v
-			case 'S':
-				m.Tracestate = v
-			}
-			s = rest
+		var ok bool
+		if s, ok = m.decodeField(key, s); !ok {
+			return m, false
 		}
 	}
 	return m, true
+}
+
+// readKey reads a key and its colon at the start of s: "x": for the
+// one-letter fields, "tp": and "ts": read as 'P' and 'S'. It returns 0 for
+// anything else.
+func readKey(s string) (key byte, rest string) {
+	switch {
+	case len(s) >= 4 && s[0] == '"' && s[2] == '"' && s[3] == ':' && s[1] != 'P' && s[1] != 'S':
+		return s[1], s[4:]
+	case len(s) >= 5 && s[0] == '"' && s[1] == 't' && s[3] == '"' && s[4] == ':' && (s[2] == 'p' || s[2] == 's'):
+		return s[2] - ('a' - 'A'), s[5:]
+	}
+	return 0, s
+}
+
+// decodeField reads the value of field key at the start of s into m and
+// returns what follows it.
+func (m *Meta) decodeField(key byte, s string) (rest string, ok bool) {
+	switch key {
+	case 'p':
+		switch {
+		case strings.HasPrefix(s, "true"):
+			m.Parked = true
+			return s[4:], true
+		case strings.HasPrefix(s, "false"):
+			return s[5:], true
+		}
+		return s, false
+	case 't', 'a', 'n', 'f':
+		end := 0
+		for end < len(s) && (s[end] == '-' || s[end] >= '0' && s[end] <= '9') {
+			end++
+		}
+		n, err := strconv.ParseInt(s[:end], 10, 64)
+		if err != nil || !canonicalInt(s[:end]) {
+			return s, false
+		}
+		return s[end:], m.setInt(key, n)
+	}
+	v, rest, ok := plainString(s)
+	if ok {
+		m.setString(key, v)
+	}
+	return rest, ok
+}
+
+// setInt sets the integer field of key; false if n does not fit it.
+func (m *Meta) setInt(key byte, n int64) bool {
+	switch key {
+	case 't':
+		m.EnqueuedAt = n
+	case 'n':
+		m.NotBefore = n
+	case 'f':
+		m.FirstReceivedAt = n
+	default:
+		if int64(int(n)) != n {
+			return false
+		}
+		m.Attempts = int(n)
+	}
+	return true
+}
+
+// setString sets the string field of key.
+func (m *Meta) setString(key byte, v string) {
+	switch key {
+	case 'i':
+		m.ID = v
+	case 'r':
+		m.RequestID = v
+	case 'k':
+		m.IdempotencyKey = v
+	case 'q':
+		m.Origin = v
+	case 'e':
+		m.LastError = v
+	case 'P':
+		m.Traceparent = v
+	case 'S':
+		m.Tracestate = v
+	}
 }
 
 func keyIndex(k byte) int {

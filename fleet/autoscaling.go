@@ -84,7 +84,7 @@ func (c AutoscalingConfig) withDefaults() AutoscalingConfig {
 func (c AutoscalingConfig) validate() error {
 	var errs []error
 	if c.Depths == nil {
-		errs = append(errs, errors.New("Depths is required"))
+		errs = append(errs, errors.New("a DepthReader (Depths) is required"))
 	}
 	if len(c.Queues) == 0 {
 		errs = append(errs, errors.New("no queues"))

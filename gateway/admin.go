@@ -37,12 +37,17 @@ func parseAdminToken(s string) ([32]byte, error) {
 
 // adminOnly lets through requests bearing the admin token: no token is
 // 401 unauthorized, any other token (a tenant's key included) 403
-// forbidden. The token's hash is compared in constant time.
+// forbidden. The token's hash is compared in constant time. A request
+// without a token may instead carry a console session (consoleSession).
 func (s *Server) adminOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := bearer(r)
 		if !ok {
-			s.writeError(w, r, &Error{Code: CodeUnauthorized, Detail: "missing admin token: send Authorization: Bearer <token>"})
+			if e := s.consoleSession(r); e != nil {
+				s.writeError(w, r, e)
+				return
+			}
+			next.ServeHTTP(w, r)
 			return
 		}
 		sum := sha256.Sum256([]byte(tok))

@@ -73,7 +73,7 @@ func (s *Server) probeLoop(ctx context.Context) {
 			return
 		}
 		if s.backend.isDown() {
-			s.probeBackend(ctx)
+			_ = s.probeBackend(ctx) // it records the outcome; the next tick tries again
 		}
 	}
 }

@@ -94,13 +94,6 @@ func (b *bodyBudget) release(tenant string, n int64) {
 	}
 }
 
-// held returns the bytes held in all.
-func (b *bodyBudget) held() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.total
-}
-
 // bodyRetry is the Retry-After of a refusal by the budget: bodies are read
 // within the server's ReadTimeout, so room comes back quickly.
 const bodyRetry = time.Second

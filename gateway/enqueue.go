@@ -231,7 +231,7 @@ func (s *Server) admitAll(ctx context.Context, t tenant.Tenant, es []entry) thro
 		return throttle.Decision{}
 	}
 	d, room, err := s.admit(ctx, t, n)
-	if e, ok := err.(*Error); ok && (e.Code == CodeRateLimited || e.Code == CodeBacklogFull) {
+	if e := (*Error)(nil); errors.As(err, &e) && (e.Code == CodeRateLimited || e.Code == CodeBacklogFull) {
 		s.refused.note(t.ID, e, s.cfg.Now()) // nothing was admitted
 	}
 	k := 0

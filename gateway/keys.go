@@ -6,8 +6,5 @@ package gateway
 // ingestKey is the rate limit bucket of a tenant's admission.
 func ingestKey(tenant string) string { return "ingest:" + tenant }
 
-// idempotencyKey is where a tenant's Idempotency-Key is remembered.
-func idempotencyKey(prefix, tenant, key string) string { return prefix + "idem:" + tenant + ":" + key }
-
 // statsKey is the hash of a tenant's admitted and rejected counts.
 func statsKey(prefix, tenant string) string { return prefix + "stats:" + tenant }

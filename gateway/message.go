@@ -47,7 +47,7 @@ type message struct {
 // invalid_request errors that name the problem. The size is checked by the
 // caller, which knows the reserved attributes.
 //
-// Every message first takes fastMessage's fast path (goccy/go-json); what
+// Every message first takes fastMessage's fast path (encoding/json/v2); what
 // that one refuses comes back here to decodeMessageFull, which words any
 // error.
 func decodeMessage(data []byte, batchEntry bool) (message, error) {

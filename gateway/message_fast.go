@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/goccy/go-json/jsontext"
-	jsonv2 "github.com/goccy/go-json/v2"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/fairq/fairq/envelope"
 )
 
 // fastMessage is decodeMessage's fast path, taken by every message:
-// goccy/go-json decodes it into a struct, without the maps of raw values
+// encoding/json/v2 (go-json-experiment/json, the source of the standard
+// library's) decodes it into a struct, without the maps of raw values
 // encoding/json needs to refuse unknown fields, which cost the enqueue
 // handler more than anything else it does; fairq's own checks follow. It
 // returns ok only for a message the full path (decodeObject, messageOf)
@@ -26,9 +27,9 @@ func fastMessage(data []byte, batchEntry bool) (message, bool) {
 	var f fastEntry
 	var err error
 	if batchEntry {
-		err = jsonv2.UnmarshalOf(data, &f, fastOptions)
+		err = jsonv2.Unmarshal(data, &f, fastOptions)
 	} else {
-		err = jsonv2.UnmarshalOf(data, &f.fastFields, fastOptions)
+		err = jsonv2.Unmarshal(data, &f.fastFields, fastOptions)
 	}
 	if err != nil {
 		return message{}, false
@@ -69,11 +70,20 @@ type fastEntry struct {
 	IdempotencyKey *string `json:"idempotency_key"` // nil for null
 }
 
-// fastOptions: goccy/go-json's encoding/json/v2 semantics (names match
+// fastOptions: encoding/json/v2's semantics (names match
 // exactly; repeated names, invalid UTF-8 and nesting deeper than 10000
 // levels are errors; strings are copies, as the request's buffer is
 // reused), with unknown fields refused.
 var fastOptions = jsonv2.RejectUnknownMembers(true)
+
+// The kinds of token the fast path tells apart, as jsontext.Kind names
+// them: the first byte of the token.
+const (
+	kindString      jsontext.Kind = '"'
+	kindNull        jsontext.Kind = 'n'
+	kindBeginObject jsontext.Kind = '{'
+	kindEndObject   jsontext.Kind = '}'
+)
 
 // fastBody is the body as bodyOf reads it: a JSON string is the body, any
 // other value but null its compacted JSON text. ok is false for a body the
@@ -92,7 +102,7 @@ var compactOptions = []jsontext.Options{jsontext.PreserveRawStrings(true), jsont
 func (b *fastBody) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	*b = fastBody{}
 	switch dec.PeekKind() {
-	case jsontext.KindString:
+	case kindString:
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return err
@@ -100,7 +110,7 @@ func (b *fastBody) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		b.text = tok.String()
 	default:
 		raw, err := dec.ReadValue()
-		if err != nil || raw.Kind() == jsontext.KindNull {
+		if err != nil || raw.Kind() == kindNull {
 			return err
 		}
 		// A small body is compacted on the stack; it is copied once,
@@ -136,20 +146,20 @@ func (a *fastAttributes) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	switch {
 	case err != nil:
 		return err
-	case tok.Kind() == jsontext.KindNull:
+	case tok.Kind() == kindNull:
 		return nil
-	case tok.Kind() != jsontext.KindBeginObject:
+	case tok.Kind() != kindBeginObject:
 		return errNotAttributes
 	}
 	var pairs [envelope.MaxUserAttributes][2]string
 	n := 0
-	for dec.PeekKind() != jsontext.KindEndObject {
+	for dec.PeekKind() != kindEndObject {
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return err
 		}
 		name := tok.String() // before the next call, which voids tok
-		if n == len(pairs) || dec.PeekKind() != jsontext.KindString {
+		if n == len(pairs) || dec.PeekKind() != kindString {
 			return errNotAttributes
 		}
 		if tok, err = dec.ReadToken(); err != nil {

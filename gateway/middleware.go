@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -129,7 +128,7 @@ func (s *Server) frame(next http.Handler) http.Handler {
 		sw := &f.w
 		defer func() {
 			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
+				if v == http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http compares it
 					panic(v)
 				}
 				s.log.LogAttrs(r.Context(), slog.LevelError, "handler panicked",
@@ -160,8 +159,6 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, &Error{Code: CodeInvalidRequest, status: http.StatusMethodNotAllowed,
 		Detail: "method " + r.Method + " is not allowed on " + r.URL.Path})
 }
-
-var errNoBearer = errors.New("no bearer token")
 
 // statusLabels are the status labels of the request metrics, made once:
 // strconv.Itoa allocates for numbers from 100.

@@ -21,6 +21,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	f := setup(t, withAdmin)
 	var routes []string
 	err := chi.Walk(f.srv.Router(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		// The console's pages are HTML for browsers, not API operations:
+		// the document leaves them out on purpose.
+		if route == "/console" || strings.HasPrefix(route, "/console/") {
+			return nil
+		}
 		routes = append(routes, method+" "+strings.TrimSuffix(route, "/"))
 		return nil
 	})

@@ -115,31 +115,26 @@ func problemOf(err error) (status int, e *Error) {
 	if e.status != 0 {
 		return e.status, e
 	}
-	switch e.Code {
-	case CodeInvalidRequest:
-		return http.StatusBadRequest, e
-	case CodeUnauthorized:
-		return http.StatusUnauthorized, e
-	case CodeForbidden:
-		return http.StatusForbidden, e
-	case CodeNotFound:
-		return http.StatusNotFound, e
-	case CodeTooLarge:
-		return http.StatusRequestEntityTooLarge, e
-	case CodeUnsupportedMediaType:
-		return http.StatusUnsupportedMediaType, e
-	case CodeRateLimited, CodeBacklogFull:
-		return http.StatusTooManyRequests, e
-	case CodeUnavailable:
-		return http.StatusServiceUnavailable, e
-	case CodeIdempotencyKeyReused:
-		return http.StatusUnprocessableEntity, e
-	case CodeIdempotencyKeyInProgress:
-		return http.StatusConflict, e
-	case CodeTenantPaused:
-		return http.StatusLocked, e
+	if status, ok := codeStatus[e.Code]; ok {
+		return status, e
 	}
 	return http.StatusInternalServerError, e
+}
+
+// codeStatus is the HTTP status of each code; any other is a 500.
+var codeStatus = map[Code]int{
+	CodeInvalidRequest:           http.StatusBadRequest,
+	CodeUnauthorized:             http.StatusUnauthorized,
+	CodeForbidden:                http.StatusForbidden,
+	CodeNotFound:                 http.StatusNotFound,
+	CodeTooLarge:                 http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:     http.StatusUnsupportedMediaType,
+	CodeRateLimited:              http.StatusTooManyRequests,
+	CodeBacklogFull:              http.StatusTooManyRequests,
+	CodeUnavailable:              http.StatusServiceUnavailable,
+	CodeIdempotencyKeyReused:     http.StatusUnprocessableEntity,
+	CodeIdempotencyKeyInProgress: http.StatusConflict,
+	CodeTenantPaused:             http.StatusLocked,
 }
 
 // errUnavailable marks failures of a dependency (SQS, Redis) worth a retry.

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fairq/fairq/backlog"
+	"github.com/fairq/fairq/console"
 	"github.com/fairq/fairq/deadletter"
 	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/internal/batch"
@@ -284,6 +285,7 @@ type Server struct {
 	stats     *stats
 	admin     bool
 	adminHash [32]byte
+	console   *console.Console // with the admin API
 
 	// mu is held for reading while a message is handed to the batcher,
 	// and for writing to change phase: messages are handed over only
@@ -335,6 +337,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.admin = true
+		if s.console, err = s.newConsole(); err != nil {
+			return nil, err
+		}
 	}
 	s.stats = &stats{redis: cfg.Redis, prefix: cfg.RedisPrefix, log: s.log}
 	s.backend = newBackendHealth()
@@ -379,6 +384,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/v1/tenant", s.handleTenant)
 	if s.admin {
 		r.Route("/admin/v1", s.adminRoutes)
+		s.mountConsole(r)
 	}
 	return r
 }

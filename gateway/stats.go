@@ -110,7 +110,9 @@ func (st *stats) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			st.flush(fctx)
+			if err := st.flush(fctx); err != nil {
+				st.log.LogAttrs(ctx, slog.LevelDebug, "tenant counts not flushed to redis at stop", slog.Any("err", err))
+			}
 			cancel()
 			return
 		case <-t.C:

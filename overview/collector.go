@@ -104,7 +104,7 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Depths == nil || c.Tenants == nil || len(c.Names.Live) == 0 {
-		errs = append(errs, errors.New("Depths, Names and Tenants are required"))
+		errs = append(errs, errors.New("a DepthReader, the queue names and the tenants are required"))
 	}
 	if c.NoisyShare < 0 || c.NoisyShare > 1 {
 		errs = append(errs, fmt.Errorf("noisy share %v is outside 0–1", c.NoisyShare))

@@ -1,9 +1,6 @@
 package overview
 
-import (
-	"maps"
-	"time"
-)
+import "time"
 
 // Report is what one process saw over the last Window, as it publishes it
 // for the overview of the fleet.
@@ -128,10 +125,4 @@ func sum(reports []Report) totals {
 		}
 	}
 	return f
-}
-
-// cloneReport copies a Report so that the copy shares no map with it.
-func cloneReport(r Report) Report {
-	r.Tenants = maps.Clone(r.Tenants)
-	return r
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // reading is one poll of the depths of the pool's queues: what a tracker
@@ -14,8 +13,6 @@ type reading struct {
 	Queues []string `json:"queues"`
 	Depths []int64  `json:"depths"` // visible + not visible, by queue
 }
-
-func (r reading) time() time.Time { return time.UnixMilli(r.At) }
 
 func (r reading) encode() string {
 	b, err := json.Marshal(r)

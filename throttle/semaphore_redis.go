@@ -54,7 +54,7 @@ func (c RedisSemaphoreConfig) withDefaults() RedisSemaphoreConfig {
 func (c RedisSemaphoreConfig) validate() error {
 	var errs []error
 	if c.Client == nil {
-		errs = append(errs, errors.New("Client is required"))
+		errs = append(errs, errors.New("a Redis client (Client) is required"))
 	}
 	if c.Lease < time.Millisecond {
 		errs = append(errs, fmt.Errorf("lease %v is shorter than a millisecond", c.Lease))

@@ -83,22 +83,7 @@ Flags:
 			cfg.Duration = l.Duration
 		}
 	}
-	var err error
-	if cfg.Queues, err = parseInts(queues); err == nil {
-		if cfg.ShardSizes, err = parseInts(shards); err == nil {
-			if cfg.Tenants, err = parseInts(tenants); err == nil {
-				if cfg.NoisyShares, err = parsePercents(noisyShares); err == nil {
-					var tol []float64
-					if tol, err = parsePercents(tolerance); err == nil && len(tol) != 1 {
-						err = fmt.Errorf("one tolerance, not %q", tolerance)
-					} else if err == nil {
-						cfg.Tolerance = tol[0]
-					}
-				}
-			}
-		}
-	}
-	if err != nil {
+	if err := sweepLists(&cfg, queues, shards, tenants, noisyShares, tolerance); err != nil {
 		fmt.Fprintf(stderr, "fairq-sim sweep: %v\n", err)
 		return 2
 	}
@@ -119,6 +104,32 @@ Flags:
 	}
 	fmt.Fprintf(stderr, "fairq-sim sweep: simulated %d messages in %.1fs\n", res.Messages, time.Since(start).Seconds())
 	return 0
+}
+
+// sweepLists parses the comma-separated flags into cfg.
+func sweepLists(cfg *sim.SweepConfig, queues, shards, tenants, noisyShares, tolerance string) error {
+	var err error
+	if cfg.Queues, err = parseInts(queues); err != nil {
+		return err
+	}
+	if cfg.ShardSizes, err = parseInts(shards); err != nil {
+		return err
+	}
+	if cfg.Tenants, err = parseInts(tenants); err != nil {
+		return err
+	}
+	if cfg.NoisyShares, err = parsePercents(noisyShares); err != nil {
+		return err
+	}
+	tol, err := parsePercents(tolerance)
+	if err != nil {
+		return err
+	}
+	if len(tol) != 1 {
+		return fmt.Errorf("one tolerance, not %q", tolerance)
+	}
+	cfg.Tolerance = tol[0]
+	return nil
 }
 
 func ints(xs []int) string {

@@ -36,10 +36,10 @@ func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(map[string]string{"status": "not ready", "reason": err.Error()})
+		_ = json.NewEncoder(w).Encode(map[string]string{"status": "not ready", "reason": err.Error()}) // to a prober that may have gone
 		return
 	}
-	json.NewEncoder(w).Encode(map[string]string{"status": "ready"})
+	_ = json.NewEncoder(w).Encode(map[string]string{"status": "ready"})
 }
 
 func (r *readiness) check(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -69,12 +70,19 @@ func dev(ctx context.Context, e env, o devOptions, ready func(*system, net.Addr)
 		demoKey = newAPIKey()
 		cfg.Tenants = []config.Tenant{{ID: demoTenant, APIKeys: []string{tenant.HashKey(demoKey)}}}
 	}
+	// The console and the admin API come on out of the box, with a token
+	// made for this run.
+	var adminToken string
+	if cfg.Admin.TokenSHA256 == "" {
+		adminToken = newAPIKey()
+		cfg.Admin.TokenSHA256 = strings.TrimPrefix(tenant.HashKey(adminToken), "sha256:")
+	}
 	logger := newLogger(e, cfg, true)
-	return logFailure(logger, devRun(ctx, e, o, cfg, demoKey, logger, ready))
+	return logFailure(logger, devRun(ctx, e, o, cfg, demoKey, adminToken, logger, ready))
 }
 
 // devRun is the part of dev that runs under its logger.
-func devRun(ctx context.Context, e env, o devOptions, cfg config.Config, demoKey string, logger *slog.Logger, ready func(*system, net.Addr)) error {
+func devRun(ctx context.Context, e env, o devOptions, cfg config.Config, demoKey, adminToken string, logger *slog.Logger, ready func(*system, net.Addr)) error {
 	s, err := newSystem(ctx, roleDev, cfg, logger)
 	if err != nil {
 		return err
@@ -100,6 +108,10 @@ func devRun(ctx context.Context, e env, o devOptions, cfg config.Config, demoKey
 		if demoKey != "" {
 			fmt.Fprintf(e.stderr, "api key for tenant %s: %s\n", demoTenant, demoKey)
 		}
+		if adminToken != "" {
+			fmt.Fprintf(e.stderr, "admin token: %s\n", adminToken)
+		}
+		fmt.Fprintf(e.stderr, "console: http://%s/console/\n", addr)
 		if ready != nil {
 			ready(s, addr)
 		}

@@ -718,6 +718,6 @@ func serve(ctx context.Context, addr string, handler http.Handler, logger *slog.
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpGrace)
 	defer cancel()
 	err = srv.Shutdown(shutCtx)
-	<-errc // Serve returns ErrServerClosed once Shutdown began
+	<-errc //nolint:errcheck // Serve returns ErrServerClosed once Shutdown began
 	return err
 }

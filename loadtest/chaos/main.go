@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,7 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.repeat, "repeat", 0, "restart-send rounds (0: 10, or 3 with -short)")
 	fs.DurationVar(&o.drain, "drain", 0, "bound on the wait for the queues to drain after the load (0: each fault's own)")
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2

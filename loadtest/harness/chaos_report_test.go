@@ -16,6 +16,9 @@ func TestWriteChaosReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The report marks a fault the short test does not hold to its
+	// expectations; the stall is held to them, so lift that here.
+	f.Expect.Enforced = false
 	r := &ChaosResult{Fault: f, Start: start, Drained: true, LoadAvg: [2]string{"1.00", "2.00"}}
 	r.analyse(sends, deliveries, []MemSample{{At: time.Second, Role: "gateway", RSS: 30 << 20, HWM: 31 << 20}})
 	dir := t.TempDir()

@@ -11,8 +11,8 @@ import (
 // the API key the slow-body connections carry.
 func (e *chaosEnv) inject(ctx context.Context, attackKey string) error {
 	f, res := e.f, e.res
-	if err := sleepUntil(ctx, res.Start.Add(f.At)); err != nil {
-		return nil // the load ends with ctx too
+	if sleepUntil(ctx, res.Start.Add(f.At)) != nil {
+		return nil //nolint:nilerr // the load ends with ctx too
 	}
 	res.FaultStart = time.Since(res.Start)
 	e.log.Info("fault", "what", f.Title)

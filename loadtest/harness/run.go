@@ -202,16 +202,16 @@ func runOutage(ctx context.Context, sys *system, res *Result, log *slog.Logger) 
 	if o.For == 0 {
 		return nil
 	}
-	if err := sleepUntil(ctx, res.Start.Add(o.At)); err != nil {
-		return nil // the load ends with ctx too
+	if sleepUntil(ctx, res.Start.Add(o.At)) != nil {
+		return nil //nolint:nilerr // the load ends with ctx too
 	}
 	res.OutageStart = time.Now()
 	log.Info("outage: stopping the workers")
 	if err := sys.stopWorkers(ctx); err != nil {
 		return fmt.Errorf("outage: %w", err)
 	}
-	if err := sleepUntil(ctx, res.OutageStart.Add(o.For)); err != nil {
-		return nil
+	if sleepUntil(ctx, res.OutageStart.Add(o.For)) != nil {
+		return nil //nolint:nilerr // the load ends with ctx too
 	}
 	res.OutageEnd = time.Now()
 	log.Info("outage over: starting the workers")

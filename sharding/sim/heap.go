@@ -95,5 +95,3 @@ func (f *fifo) pop() message {
 	}
 	return m
 }
-
-func (f *fifo) items() []message { return f.buf[f.head:] }

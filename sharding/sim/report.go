@@ -103,7 +103,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	tw.Flush()
+	_ = tw.Flush() // into a strings.Builder: it cannot fail
 
 	fmt.Fprintf(&b, "\nLatency from send to end of service; a quiet tenant is hurt when its p99 is over %s× its p99 without %s.\n", num(c.Hurt), theNoisy)
 	tw = tabwriter.NewWriter(&b, 2, 8, 3, ' ', 0)
@@ -122,7 +122,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 			dur(median(field(q, func(l Latency) float64 { return l.P99SecondHalf }))),
 			dur(run.noisyP99()))
 	}
-	tw.Flush()
+	_ = tw.Flush() // into a strings.Builder: it cannot fail
 
 	fmt.Fprintf(&b, "\nQuiet tenants by queues in common with %s: p99 ÷ baseline p99 (median, worst), hurt\n", theNoisy)
 	tw = tabwriter.NewWriter(&b, 2, 8, 3, ' ', 0)
@@ -148,7 +148,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	tw.Flush()
+	_ = tw.Flush() // into a strings.Builder: it cannot fail
 
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err

@@ -213,17 +213,6 @@ func (c cover) count(s sharding.Shard) int {
 	return n
 }
 
-// size returns how many queues are in c.
-func (c cover) size() int {
-	n := 0
-	for _, in := range c {
-		if in {
-			n++
-		}
-	}
-	return n
-}
-
 // shardsOf returns the tenants' shards in their order.
 func shardsOf(tenants []Tenant) []sharding.Shard {
 	out := make([]sharding.Shard, len(tenants))

@@ -49,7 +49,7 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 			}
 			fmt.Fprintln(tw)
 		}
-		tw.Flush()
+		_ = tw.Flush() // into a strings.Builder: it cannot fail
 		if !g.Found {
 			fmt.Fprintf(&b, "  recommended: none; no pool of up to %d queues keeps the expected share within %s\n", c.MaxQueues, share(c.Tolerance))
 			continue
