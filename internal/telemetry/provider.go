@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -67,18 +66,8 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	exp := cfg.Exporter
 	if exp == nil {
-		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(s.endpoint)}
-		if s.headers != nil {
-			opts = append(opts, otlptracehttp.WithHeaders(s.headers))
-		}
-		if s.timeout > 0 {
-			opts = append(opts, otlptracehttp.WithTimeout(s.timeout))
-		}
-		if s.gzip {
-			opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-		}
-		if exp, err = otlptracehttp.New(ctx, opts...); err != nil {
-			return nil, fmt.Errorf("telemetry: otlp exporter: %w", err)
+		if exp, err = newExporter(s, cfg.Version); err != nil {
+			return nil, fmt.Errorf("telemetry: %w", err)
 		}
 	}
 	res, err := newResource(ctx, s, cfg)

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -21,9 +22,26 @@ func TestNewOff(t *testing.T) {
 }
 
 func TestNewRefusesWhatItCannotHonour(t *testing.T) {
-	_, err := New(context.Background(), Config{Getenv: envOf(map[string]string{"OTEL_TRACES_EXPORTER": "jaeger"})})
-	if err == nil {
-		t.Fatal("no error for OTEL_TRACES_EXPORTER=jaeger")
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"OTEL_TRACES_EXPORTER": "jaeger"}, `OTEL_TRACES_EXPORTER="jaeger"`},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, `OTEL_EXPORTER_OTLP_PROTOCOL="grpc" is not supported; use http/protobuf`},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/json" is not supported; use http/protobuf`},
+	} {
+		_, err := New(context.Background(), Config{Getenv: envOf(tt.env)})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: error %v, want %s", tt.env, err, tt.want)
+		}
+	}
+	// Negative control: the same with http/protobuf starts.
+	p, err := New(context.Background(), Config{Getenv: envOf(map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"})})
+	if err != nil {
+		t.Fatalf("http/protobuf: %v", err)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Error(err)
 	}
 }
 

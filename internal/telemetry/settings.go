@@ -1,9 +1,13 @@
 package telemetry
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -13,9 +17,8 @@ import (
 )
 
 // The OTEL_* variables fairq reads (the OpenTelemetry SDK environment
-// specification). The exporter itself also reads
-// OTEL_EXPORTER_OTLP_CERTIFICATE, _CLIENT_CERTIFICATE and _CLIENT_KEY, and
-// the batch span processor OTEL_BSP_*, from the process's environment.
+// specification). The SDK's batch span processor also reads OTEL_BSP_*
+// from the process's environment.
 const (
 	envSDKDisabled        = "OTEL_SDK_DISABLED"
 	envTracesExporter     = "OTEL_TRACES_EXPORTER"
@@ -29,6 +32,12 @@ const (
 	envTracesTimeout      = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"
 	envCompression        = "OTEL_EXPORTER_OTLP_COMPRESSION"
 	envTracesCompression  = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"
+	envCertificate        = "OTEL_EXPORTER_OTLP_CERTIFICATE"
+	envTracesCertificate  = "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"
+	envClientCert         = "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"
+	envTracesClientCert   = "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE"
+	envClientKey          = "OTEL_EXPORTER_OTLP_CLIENT_KEY"
+	envTracesClientKey    = "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY"
 	envServiceName        = "OTEL_SERVICE_NAME"
 	envResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES"
 	envSampler            = "OTEL_TRACES_SAMPLER"
@@ -53,6 +62,7 @@ type settings struct {
 	headers     map[string]string
 	timeout     time.Duration // zero: the exporter's default (10 s)
 	gzip        bool
+	tls         *tls.Config // nil: the system's roots, no client certificate
 	sampler     sdktrace.Sampler
 	samplerName string // for the start-up log line
 	serviceName string
@@ -94,7 +104,7 @@ func readSettings(getenv func(string) string, defaultService string) (settings, 
 	}
 
 	if p, name := either(envTracesProtocol, envProtocol); p != "" && p != "http/protobuf" {
-		bad("%s=%q: fairq exports OTLP over http/protobuf only (collectors serve it on port 4318)", name, p)
+		bad("%s=%q is not supported; use http/protobuf (collectors serve it on port 4318)", name, p)
 	}
 	switch {
 	case tracesEndpoint != "":
@@ -130,6 +140,15 @@ func readSettings(getenv func(string) string, defaultService string) (settings, 
 	default:
 		bad("%s=%q: want gzip or none", name, v)
 	}
+	ca, caName := either(envTracesCertificate, envCertificate)
+	cert, certName := either(envTracesClientCert, envClientCert)
+	key, keyName := either(envTracesClientKey, envClientKey)
+	if ca != "" || cert != "" || key != "" {
+		var err error
+		if s.tls, err = tlsConfig(ca, cert, key); err != nil {
+			bad("%s, %s, %s: %w", caName, certName, keyName, err)
+		}
+	}
 
 	var err error
 	if s.sampler, s.samplerName, err = readSampler(getenv); err != nil {
@@ -155,6 +174,45 @@ func readSettings(getenv func(string) string, defaultService string) (settings, 
 		return settings{}, err
 	}
 	return s, nil
+}
+
+// tlsConfig trusts the CA certificates in the PEM file ca, when set, in
+// place of the system's, and presents the client certificate and key
+// files, when set.
+func tlsConfig(ca, cert, key string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, err
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", ca)
+		}
+	}
+	if cert != "" || key != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate: %w", err)
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}
+
+// transport is the exporter's: the default one (proxies from the
+// environment) with the TLS settings.
+func (s settings) transport() (http.RoundTripper, error) {
+	tr, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return nil, errors.New("otlp exporter: http.DefaultTransport is not an *http.Transport")
+	}
+	tr = tr.Clone()
+	if s.tls != nil {
+		tr.TLSClientConfig = s.tls
+	}
+	return tr, nil
 }
 
 // checkURL reports an endpoint that is not an absolute http or https URL.

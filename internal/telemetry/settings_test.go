@@ -47,7 +47,7 @@ func TestReadSettings(t *testing.T) {
 			"OTEL_TRACES_EXPORTER": "zipkin", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_SAMPLER": "sometimes",
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318", "OTEL_RESOURCE_ATTRIBUTES": "novalue", "OTEL_EXPORTER_OTLP_TIMEOUT": "soon",
 			"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd",
-		}, errContains: []string{"OTEL_TRACES_EXPORTER=\"zipkin\"", "OTEL_EXPORTER_OTLP_PROTOCOL=\"grpc\"", "OTEL_TRACES_SAMPLER=\"sometimes\"",
+		}, errContains: []string{"OTEL_TRACES_EXPORTER=\"zipkin\"", "OTEL_EXPORTER_OTLP_PROTOCOL=\"grpc\" is not supported; use http/protobuf", "OTEL_TRACES_SAMPLER=\"sometimes\"",
 			"OTEL_EXPORTER_OTLP_ENDPOINT=\"collector:4318\"", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_COMPRESSION"}},
 		{name: "ratio out of range", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"},
 			errContains: []string{"OTEL_TRACES_SAMPLER_ARG=\"2\""}},
