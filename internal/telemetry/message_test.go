@@ -61,6 +61,7 @@ func TestInjectHTTP(t *testing.T) {
 	if !InjectHTTP(ctx, h) {
 		t.Fatal("InjectHTTP reported no span context")
 	}
+	//nolint:staticcheck // SA1008: the keys are lower-case on purpose, as the W3C spells the headers; this checks they are.
 	if h["traceparent"][0] != tp || h["tracestate"][0] != ts || len(h) != 2 {
 		t.Errorf("headers %v, want only traceparent %q and tracestate %q, lower-case", h, tp, ts)
 	}

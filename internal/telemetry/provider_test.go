@@ -65,7 +65,7 @@ func TestNewExportsWithItsResource(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, kv := range spans[0].Resource.Attributes() {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	for k, want := range map[string]string{
 		"service.name": "fairq-worker", "service.version": "9", "service.instance.id": "w-1",

@@ -78,88 +78,119 @@ type settings struct {
 // a trace pipeline that silently sends nothing is worse than a process
 // that says why it will not start.
 func readSettings(getenv func(string) string, defaultService string) (settings, error) {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	r := &envReader{getenv: getenv}
 	var s settings
-	either := func(specific, general string) (string, string) {
-		if v := strings.TrimSpace(getenv(specific)); v != "" {
-			return v, specific
-		}
-		return strings.TrimSpace(getenv(general)), general
-	}
-
-	if v := strings.TrimSpace(getenv(envSDKDisabled)); strings.EqualFold(v, "true") {
+	if strings.EqualFold(r.get(envSDKDisabled), "true") {
 		return s, nil
 	}
-	tracesEndpoint := strings.TrimSpace(getenv(envTracesEndpoint))
-	endpoint := strings.TrimSpace(getenv(envEndpoint))
-	switch exp := strings.ToLower(strings.TrimSpace(getenv(envTracesExporter))); exp {
+	s.readExporter(r)
+	s.readTransport(r)
+	var err error
+	if s.sampler, s.samplerName, err = readSampler(getenv); err != nil {
+		r.errs = append(r.errs, err)
+	}
+	s.readResource(r, defaultService)
+	if err := errors.Join(r.errs...); err != nil {
+		return settings{}, err
+	}
+	return s, nil
+}
+
+// envReader reads the variables and gathers what is wrong with them.
+type envReader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (r *envReader) get(name string) string { return strings.TrimSpace(r.getenv(name)) }
+
+// either reads the traces-only variable, or the general one when it is
+// unset, and says which it read.
+func (r *envReader) either(specific, general string) (value, name string) {
+	if v := r.get(specific); v != "" {
+		return v, specific
+	}
+	return r.get(general), general
+}
+
+func (r *envReader) bad(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Errorf(format, args...))
+}
+
+// readExporter reads whether spans are exported, and where.
+func (s *settings) readExporter(r *envReader) {
+	tracesEndpoint, endpoint := r.get(envTracesEndpoint), r.get(envEndpoint)
+	switch exp := strings.ToLower(r.get(envTracesExporter)); exp {
 	case "":
 		s.on = tracesEndpoint != "" || endpoint != ""
 	case "none":
 	case "otlp":
 		s.on = true
 	default:
-		bad("%s=%q: fairq exports traces with otlp (or none)", envTracesExporter, exp)
+		r.bad("%s=%q: fairq exports traces with otlp (or none)", envTracesExporter, exp)
 	}
-
-	if p, name := either(envTracesProtocol, envProtocol); p != "" && p != "http/protobuf" {
-		bad("%s=%q is not supported; use http/protobuf (collectors serve it on port 4318)", name, p)
+	if p, name := r.either(envTracesProtocol, envProtocol); p != "" && p != "http/protobuf" {
+		r.bad("%s=%q is not supported; use http/protobuf (collectors serve it on port 4318)", name, p)
 	}
 	switch {
 	case tracesEndpoint != "":
 		s.endpoint = tracesEndpoint
-		checkURL(tracesEndpoint, envTracesEndpoint, bad)
+		checkURL(tracesEndpoint, envTracesEndpoint, r.bad)
 	case endpoint != "":
 		s.endpoint = strings.TrimRight(endpoint, "/") + tracesPath
-		checkURL(endpoint, envEndpoint, bad)
+		checkURL(endpoint, envEndpoint, r.bad)
 	default:
 		s.endpoint = defaultEndpoint + tracesPath
 	}
-	if v, name := either(envTracesHeaders, envHeaders); v != "" {
+}
+
+// readTransport reads how requests are made: headers, timeout,
+// compression and TLS files.
+func (s *settings) readTransport(r *envReader) {
+	if v, name := r.either(envTracesHeaders, envHeaders); v != "" {
 		h, err := parsePairs(v)
 		if err != nil {
-			bad("%s: %w", name, err)
+			r.bad("%s: %w", name, err)
 		}
 		s.headers = make(map[string]string, len(h))
 		for _, kv := range h {
 			s.headers[string(kv.Key)] = kv.Value.AsString()
 		}
 	}
-	if v, name := either(envTracesTimeout, envTimeout); v != "" {
+	if v, name := r.either(envTracesTimeout, envTimeout); v != "" {
 		ms, err := strconv.ParseUint(v, 10, 32)
 		if err != nil || ms == 0 {
-			bad("%s=%q: want a positive number of milliseconds", name, v)
+			r.bad("%s=%q: want a positive number of milliseconds", name, v)
 		}
 		s.timeout = time.Duration(ms) * time.Millisecond
 	}
-	switch v, name := either(envTracesCompression, envCompression); v {
+	switch v, name := r.either(envTracesCompression, envCompression); v {
 	case "", "none":
 	case "gzip":
 		s.gzip = true
 	default:
-		bad("%s=%q: want gzip or none", name, v)
+		r.bad("%s=%q: want gzip or none", name, v)
 	}
-	ca, caName := either(envTracesCertificate, envCertificate)
-	cert, certName := either(envTracesClientCert, envClientCert)
-	key, keyName := either(envTracesClientKey, envClientKey)
+	ca, caName := r.either(envTracesCertificate, envCertificate)
+	cert, certName := r.either(envTracesClientCert, envClientCert)
+	key, keyName := r.either(envTracesClientKey, envClientKey)
 	if ca != "" || cert != "" || key != "" {
 		var err error
 		if s.tls, err = tlsConfig(ca, cert, key); err != nil {
-			bad("%s, %s, %s: %w", caName, certName, keyName, err)
+			r.bad("%s, %s, %s: %w", caName, certName, keyName, err)
 		}
 	}
+}
 
-	var err error
-	if s.sampler, s.samplerName, err = readSampler(getenv); err != nil {
-		errs = append(errs, err)
-	}
-	if v := strings.TrimSpace(getenv(envResourceAttributes)); v != "" {
+// readResource reads the service's name and the resource's attributes.
+func (s *settings) readResource(r *envReader, defaultService string) {
+	if v := r.get(envResourceAttributes); v != "" {
+		var err error
 		if s.attributes, err = parsePairs(v); err != nil {
-			bad("%s: %w", envResourceAttributes, err)
+			r.bad("%s: %w", envResourceAttributes, err)
 		}
 	}
-	s.serviceName = strings.TrimSpace(getenv(envServiceName))
+	s.serviceName = r.get(envServiceName)
 	if s.serviceName == "" {
 		for _, kv := range s.attributes {
 			if kv.Key == "service.name" {
@@ -170,10 +201,6 @@ func readSettings(getenv func(string) string, defaultService string) (settings, 
 	if s.serviceName == "" {
 		s.serviceName = defaultService
 	}
-	if err := errors.Join(errs...); err != nil {
-		return settings{}, err
-	}
-	return s, nil
 }
 
 // tlsConfig trusts the CA certificates in the PEM file ca, when set, in
