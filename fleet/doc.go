@@ -1,5 +1,5 @@
 // Package fleet knows the fleet of workers: how many run, and the signals
-// to scale them on (DESIGN.md §7).
+// to scale them on.
 //
 // A Fleet registers its worker in Redis, a sorted set of worker id → time
 // of its latest heartbeat on Redis's clock, and beats every Heartbeat (5 s

@@ -1,5 +1,5 @@
 // Package sharding spreads tenants over the pool of live queues with shuffle
-// sharding (DESIGN.md §4) and picks, for each message, the shallowest queue
+// sharding and picks, for each message, the shallowest queue
 // of its tenant's shard.
 //
 // A Pool of N queues gives every tenant a Shard: k distinct queue indices

@@ -1,5 +1,5 @@
 // Package testenv starts the real services fairq's tests run against: a
-// redis-server and the fauxqs SQS emulator (DESIGN.md §8), each on a free
+// redis-server and the fauxqs SQS emulator, each on a free
 // loopback port, started lazily by the first test that asks for it and
 // shared by every test of the binary. Tests keep apart by prefixing their
 // queue names and Redis keys with Prefix.

@@ -22,7 +22,7 @@ const (
 	kindPoison = "poison"
 )
 
-// Headers of the worker's push that the sink reads (DESIGN.md §7).
+// Headers of the worker's push that the sink reads.
 const (
 	headerTenant       = "X-Fairq-Tenant"
 	headerEnqueuedAt   = "X-Fairq-Enqueued-At"
