@@ -48,10 +48,11 @@ test: deps
 
 deps: deps-redis deps-chromium deps-fauxqs deps-oapi-codegen deps-promtool deps-deploy
 
+# redis-cli (redis-tools) joins the nodes of the tests' Redis Cluster.
 deps-redis:
-	@command -v redis-server >/dev/null 2>&1 || { \
-	  echo "redis-server missing: installing Debian's redis-server"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || { \
+	  echo "redis-server or redis-cli missing: installing Debian's redis-server and redis-tools"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; }
 
 ## deps-chromium: the headless browser the console's test drives (chromedp).
 deps-chromium:

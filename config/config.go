@@ -63,6 +63,13 @@ type SQS struct {
 	// QueuePrefix starts every queue name (a contract, see queue.Names). It also names the
 	// queues of the memory backend.
 	QueuePrefix string `yaml:"queue_prefix"`
+	// MessageGroupID is what each message's SQS MessageGroupId is: ""
+	// sends none; MessageGroupTenant sends the message's tenant, which
+	// turns on SQS fair queues on the standard queues (a message of no
+	// tenant, such as a periodic task, is sent in no group). It applies
+	// to the memory backend too, which keeps the group without acting on
+	// it.
+	MessageGroupID string `yaml:"message_group_id"`
 }
 
 // Redis configures the optional shared state of a fleet.
@@ -233,6 +240,12 @@ func (r Redis) Endpoints() []string {
 	}
 	return r.Addrs
 }
+
+// The values of sqs.message_group_id.
+const (
+	MessageGroupNone   = ""
+	MessageGroupTenant = "tenant"
+)
 
 // The backends.
 const (

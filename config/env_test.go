@@ -18,7 +18,7 @@ func TestEnvVars(t *testing.T) {
 		"FAIRQ_LISTEN",
 		"FAIRQ_ADMIN_TOKEN_SHA256", "FAIRQ_ADMIN_NOISY_IN_FLIGHT_SHARE", "FAIRQ_ADMIN_NOISY_MIN_IN_FLIGHT",
 		"FAIRQ_BACKEND",
-		"FAIRQ_SQS_REGION", "FAIRQ_SQS_ENDPOINT", "FAIRQ_SQS_QUEUE_PREFIX",
+		"FAIRQ_SQS_REGION", "FAIRQ_SQS_ENDPOINT", "FAIRQ_SQS_QUEUE_PREFIX", "FAIRQ_SQS_MESSAGE_GROUP_ID",
 		"FAIRQ_REDIS_MODE", "FAIRQ_REDIS_ADDR", "FAIRQ_REDIS_ADDRS", "FAIRQ_REDIS_MASTER_NAME", "FAIRQ_REDIS_FAIL_OPEN", "FAIRQ_REDIS_USERNAME", "FAIRQ_REDIS_PASSWORD", "FAIRQ_REDIS_TLS",
 		"FAIRQ_POOL_QUEUES", "FAIRQ_POOL_SHARD_SIZE",
 		"FAIRQ_DEFAULTS_INGEST_RATE", "FAIRQ_DEFAULTS_INGEST_BURST",
@@ -55,20 +55,22 @@ func TestEnvOverrides(t *testing.T) {
 		{"nothing set", nil, func(*Config) {}},
 		{"empty value is unset", map[string]string{"FAIRQ_LISTEN": "", "FAIRQ_POOL_QUEUES": ""}, func(*Config) {}},
 		{"strings", map[string]string{
-			"FAIRQ_LISTEN":             "[::]:9090",
-			"FAIRQ_BACKEND":            "sqs",
-			"FAIRQ_ADMIN_TOKEN_SHA256": strings.Repeat("0f", 32),
-			"FAIRQ_SQS_QUEUE_PREFIX":   "prod_q",
-			"FAIRQ_SQS_ENDPOINT":       "http://127.0.0.1:4566",
-			"FAIRQ_REDIS_ADDR":         "10.0.0.1:6379",
-			"FAIRQ_WORKER_PUSH_URL":    "http://app:8000/jobs",
-			"FAIRQ_WORKER_CRON_FILE":   "/etc/cron.yaml",
+			"FAIRQ_LISTEN":               "[::]:9090",
+			"FAIRQ_BACKEND":              "sqs",
+			"FAIRQ_ADMIN_TOKEN_SHA256":   strings.Repeat("0f", 32),
+			"FAIRQ_SQS_QUEUE_PREFIX":     "prod_q",
+			"FAIRQ_SQS_ENDPOINT":         "http://127.0.0.1:4566",
+			"FAIRQ_SQS_MESSAGE_GROUP_ID": "tenant",
+			"FAIRQ_REDIS_ADDR":           "10.0.0.1:6379",
+			"FAIRQ_WORKER_PUSH_URL":      "http://app:8000/jobs",
+			"FAIRQ_WORKER_CRON_FILE":     "/etc/cron.yaml",
 		}, func(c *Config) {
 			c.Listen = "[::]:9090"
 			c.Backend = "sqs"
 			c.Admin.TokenSHA256 = strings.Repeat("0f", 32)
 			c.SQS.QueuePrefix = "prod_q"
 			c.SQS.Endpoint = "http://127.0.0.1:4566"
+			c.SQS.MessageGroupID = "tenant"
 			c.Redis.Addr = "10.0.0.1:6379"
 			c.Worker.PushURL = "http://app:8000/jobs"
 			c.Worker.CronFile = "/etc/cron.yaml"

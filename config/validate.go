@@ -161,6 +161,11 @@ func (c Config) checkQueues(p *problems) {
 	case len(prefix)+len(longestSuffix) > maxQueueName:
 		p.add("sqs.queue_prefix", 0, "too long: queue %s%s would exceed SQS's %d characters", prefix, longestSuffix, maxQueueName)
 	}
+	switch c.SQS.MessageGroupID {
+	case MessageGroupNone, MessageGroupTenant:
+	default:
+		p.add("sqs.message_group_id", 0, "unknown value %q: want %q (each message in its tenant's group: SQS fair queues) or empty (no group)", c.SQS.MessageGroupID, MessageGroupTenant)
+	}
 	if c.Pool.Queues < 1 || c.Pool.Queues > maxQueues {
 		p.add("pool.queues", 0, "must be 1–%d, got %d", maxQueues, c.Pool.Queues)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/queue"
@@ -151,6 +152,9 @@ type Config struct {
 	// RandFunc returns a uniform number in [0, 1) for backoff jitter;
 	// default math/rand/v2.Float64.
 	RandFunc func() float64
+	// TracerProvider, when set, makes a span per delivery attempt and
+	// hands its context to the Handler (see trace.go); nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -244,6 +248,7 @@ type Worker struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	tracer  trace.Tracer // nil: no tracing
 
 	slots   *slots
 	hb      *heartbeat
@@ -285,6 +290,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		metrics: m,
+		tracer:  newTracer(cfg.TracerProvider),
 		slots:   newSlots(cfg.Connections),
 		loops:   newPollers(cfg),
 		sharing: newSharing(cfg),

@@ -23,6 +23,17 @@ func redisClient(t testing.TB) *redis.Client {
 	return c
 }
 
+// onRedis runs test against one Redis node and against a Redis Cluster.
+func onRedis(t *testing.T, test func(t *testing.T, c redis.UniversalClient)) {
+	t.Helper()
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			test(t, topo.Client(t))
+		})
+	}
+}
+
 // member starts a worker's Fleet; it is stopped when the test ends.
 func member(t testing.TB, cfg fleet.Config) *fleet.Fleet {
 	t.Helper()
@@ -73,8 +84,11 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) ti
 
 func TestFleetSize(t *testing.T) {
 	t.Parallel()
+	onRedis(t, testFleetSize)
+}
+
+func testFleetSize(t *testing.T, c redis.UniversalClient) {
 	const beat = 100 * time.Millisecond
-	c := redisClient(t)
 	prefix := testenv.Prefix(t) + ":"
 	reg := prometheus.NewRegistry()
 	a := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "a", Heartbeat: beat, Registerer: reg})
@@ -193,7 +207,18 @@ func gauge(t testing.TB, reg *prometheus.Registry, name string) float64 {
 
 func TestMembers(t *testing.T) {
 	t.Parallel()
-	client := redisClient(t)
+	onRedis(t, testMembers)
+	t.Run("unreachable", func(t *testing.T) {
+		t.Parallel()
+		down := redis.NewClient(&redis.Options{Addr: testenv.Blackhole(t), DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+		defer down.Close()
+		if _, err := fleet.Members(t.Context(), down, "fairq:", time.Second); err == nil {
+			t.Error("Members with Redis unreachable: no error")
+		}
+	})
+}
+
+func testMembers(t *testing.T, client redis.UniversalClient) {
 	prefix := testenv.Prefix(t) + ":"
 	before := time.Now().Add(-time.Second)
 	member(t, fleet.Config{Redis: client, Prefix: prefix, ID: "w1", Heartbeat: 50 * time.Millisecond})
@@ -215,11 +240,6 @@ func TestMembers(t *testing.T) {
 	}
 	if len(got) != 2 || !ids["w1"] || !ids["w2"] {
 		t.Errorf("members %+v, want w1 and w2", got)
-	}
-	down := redis.NewClient(&redis.Options{Addr: testenv.Blackhole(t), DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
-	defer down.Close()
-	if _, err := fleet.Members(t.Context(), down, prefix, time.Second); err == nil {
-		t.Error("Members with Redis unreachable: no error")
 	}
 }
 

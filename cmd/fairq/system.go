@@ -22,6 +22,7 @@ import (
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/internal/degrade"
+	"github.com/fairq/fairq/internal/telemetry"
 	"github.com/fairq/fairq/overview"
 	"github.com/fairq/fairq/parking"
 	"github.com/fairq/fairq/queue"
@@ -115,6 +116,9 @@ type system struct {
 
 	// started holds what Start started, in order; Stop stops it in reverse.
 	started []component
+	// tracing is the process's tracer provider (see withTracing); off
+	// when nil or when the environment asks for no exporter.
+	tracing *telemetry.Provider
 }
 
 // newSystem builds the parts shared by every role: metrics, backend, Redis,
@@ -388,6 +392,7 @@ func (s *system) withGateway() error {
 		Logger:                 s.logger,
 		Registerer:             s.registry,
 		Gatherer:               s.registry,
+		TracerProvider:         s.tracerProvider(),
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -503,6 +508,7 @@ func (s *system) withWorker(h consumer.Handler) error {
 		WatchersPerQueue:       w.WatchersPerQueue,
 		Logger:                 s.logger,
 		Registerer:             s.registry,
+		TracerProvider:         s.tracerProvider(),
 	})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -659,6 +665,9 @@ func (s *system) Stop(ctx context.Context) error {
 		}
 	}
 	s.started = nil
+	if err := s.stopTracing(ctx); err != nil { // the parts made their last spans
+		errs = append(errs, err)
+	}
 	if s.push != nil {
 		s.push.Close() // idle connections to the application
 	}
