@@ -91,10 +91,11 @@ type watchPlan struct {
 // watches, k watchers per queue (0: every worker watches every queue,
 // whatever the fleet).
 //
-//   - A worker that is not in the registry (Redis unreachable, or not
-//     reached yet) watches every queue: it cannot tell which are its
-//     share, and a queue nobody watches would wait without bound, while a
-//     queue watched twice costs only empty receives. Availability first.
+//   - A worker that is not in the registry (not reached yet, or
+//     unreachable for as long as the others take to drop it) watches
+//     every queue: it cannot tell which are its share, and a queue nobody
+//     watches would wait without bound, while a queue watched twice costs
+//     only empty receives. Availability first.
 //   - Each queue is watched by its k highest-ranked workers, and, while
 //     some of them are saturated (every slot held a message since their
 //     previous heartbeat), also by the highest-ranked workers that are

@@ -158,6 +158,19 @@ func (p *sharedPool) want(k int, members ...*member) map[string][]string {
 	return out
 }
 
+// pickID returns the first of base-0, base-1, … that ok accepts: the
+// queue names are fresh for each test, and with them the assignment.
+func pickID(t *testing.T, base string, ok func(id string) bool) string {
+	t.Helper()
+	for i := range 100 {
+		if id := fmt.Sprintf("%s-%d", base, i); ok(id) {
+			return id
+		}
+	}
+	t.Fatalf("no id for %s", base)
+	return ""
+}
+
 // watching returns the queues each member watches now.
 func watching(members ...*member) map[string][]string {
 	out := map[string][]string{}
@@ -332,15 +345,16 @@ func TestShareWorkerJoins(t *testing.T) {
 			a := p.join(t, "worker-a", memberOpts{k: 1})
 			b := p.join(t, "worker-b", memberOpts{k: 1})
 			settle(t, "two workers", p.want(1, a, b), a, b)
-			c := p.join(t, "worker-c", memberOpts{k: 1})
+			// A newcomer the assignment gives a queue or more.
+			id := pickID(t, "worker-c", func(id string) bool {
+				return len(consumer.Assign(p.names.Live, []string{"worker-a", "worker-b", id}, id, 1)) > 0
+			})
+			c := p.join(t, id, memberOpts{k: 1})
 			want := p.want(1, a, b, c)
-			if len(want["worker-c"]) == 0 {
-				t.Fatal("the assignment gives worker-c no queue: pick other ids")
-			}
 			settle(t, "c joined", want, a, b, c)
 			took := p.await(t, p.sendAll(t, "after"), shareWait+shareSlack)
-			for _, q := range want["worker-c"] {
-				if took[q] != "worker-c" {
+			for _, q := range want[id] {
+				if took[q] != id {
 					t.Errorf("the message on %s, c's queue, was pushed by %s", q, took[q])
 				}
 			}
@@ -394,24 +408,25 @@ func TestShareSaturatedHelped(t *testing.T) {
 		}
 		return nil
 	}
-	a := p.join(t, "worker-a", memberOpts{k: 1, connections: 1, handler: block})
+	// An a with two queues or more, to fill with one and watch the other.
+	idA := pickID(t, "worker-a", func(id string) bool {
+		return len(consumer.Assign(p.names.Live, []string{id, "worker-b"}, id, 1)) >= 2
+	})
+	a := p.join(t, idA, memberOpts{k: 1, connections: 1, handler: block})
 	// b has slots to spare for the queues it takes on.
 	b := p.join(t, "worker-b", memberOpts{k: 1, connections: 10, handler: block})
 	free := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(free) // before the workers stop, should the test end early
 	want := p.want(1, a, b)
-	if len(want["worker-a"]) < 2 {
-		t.Fatalf("worker-a watches %v: want two queues or more, pick other ids", want["worker-a"])
-	}
 	settle(t, "two workers", want, a, b)
-	first, second := want["worker-a"][0], want["worker-a"][1]
+	first, second := want[idA][0], want[idA][1]
 
 	queuetest.Put(t, p.b, first, queuetest.Msg{Body: "slow", Tenant: "acme"})
-	if d := recv(t, p.seen, shareWait+shareSlack, "the slow message"); d.worker != "worker-a" {
-		t.Fatalf("the slow message went to %s, want worker-a, its queue's watcher", d.worker)
+	if d := recv(t, p.seen, shareWait+shareSlack, "the slow message"); d.worker != idA {
+		t.Fatalf("the slow message went to %s, want %s, its queue's watcher", d.worker, idA)
 	}
 	// a's one slot is held: b helps on a's queues.
-	settle(t, "a saturated", map[string][]string{"worker-a": want["worker-a"], "worker-b": p.names.Live}, a, b)
+	settle(t, "a saturated", map[string][]string{idA: want[idA], "worker-b": p.names.Live}, a, b)
 	sent := time.Now()
 	queuetest.Put(t, p.b, second, queuetest.Msg{Body: "quick", Tenant: "acme"})
 	d := recv(t, p.seen, shareWait+shareSlack, "the message behind the saturated worker")

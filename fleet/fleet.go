@@ -158,20 +158,23 @@ func (f *Fleet) setLast(n int) {
 type view struct {
 	ids        []string // sorted
 	saturated  []string // sorted, a subset of ids
-	registered bool
+	registered bool     // this worker was among ids
+	at         time.Time
 }
 
 // Workers returns the ids of the workers alive as this worker's latest
 // heartbeat found them, sorted, this one among them, and the ids of those
 // of them that reported themselves saturated (Config.SaturatedFunc);
 // registered is false while this worker is not known to be in the
-// registry: before a heartbeat reached Redis, and since the latest one
-// failed (the ids are then the last known). Without Redis the fleet is
-// this worker alone, registered. The slices are shared: do not modify
-// them.
+// registry: before a heartbeat reached Redis, and once none has for three
+// heartbeats, when the others no longer count it either (the ids are then
+// the last known). A heartbeat or two that fail change nothing: the
+// others still count this worker, and it still has the place they give
+// it. Without Redis the fleet is this worker alone, registered. The
+// slices are shared: do not modify them.
 func (f *Fleet) Workers() (ids, saturated []string, registered bool) {
 	v := f.view.Load()
-	return v.ids, v.saturated, v.registered
+	return v.ids, v.saturated, v.registered && (f.cfg.Redis == nil || time.Since(v.at) < f.stale())
 }
 
 // beatScript: KEYS[1] the workers; ARGV id, stale ms, saturated ("1" or
@@ -273,14 +276,12 @@ func (f *Fleet) beat(ctx context.Context) {
 	res, err := beatScript.Run(cctx, f.cfg.Redis, []string{workersKey(f.cfg.Prefix)}, f.cfg.ID, f.stale().Milliseconds(), saturated).StringSlice()
 	if err != nil {
 		if ctx.Err() == nil {
-			last := f.view.Load()
-			f.view.Store(&view{ids: last.ids, saturated: last.saturated})
 			f.redis.Failed(ctx, err, slog.Int("fleet_size", f.Last()))
 		}
 		return
 	}
 	v := parseWorkers(res)
-	v.registered = slices.Contains(v.ids, f.cfg.ID)
+	v.registered, v.at = slices.Contains(v.ids, f.cfg.ID), time.Now()
 	f.view.Store(&v)
 	f.setLast(len(v.ids))
 	f.redis.OK(ctx, slog.Int("fleet_size", len(v.ids)))

@@ -244,8 +244,8 @@ func testMembers(t *testing.T, client redis.UniversalClient) {
 }
 
 // TestWorkers: each heartbeat tells a worker the ids of the fleet and which
-// of them are saturated; a worker whose heartbeat fails is not registered
-// and keeps the ids it last knew.
+// of them are saturated; a worker whose heartbeats fail for three
+// intervals is not registered, and keeps the ids it last knew.
 func TestWorkers(t *testing.T) {
 	t.Parallel()
 	const beat = 50 * time.Millisecond
@@ -282,7 +282,11 @@ func TestWorkers(t *testing.T) {
 	eventually(t, 2*time.Second, "c no longer saturated", func() bool { return workers() == "[a b c] [] true" })
 
 	proxy.SetDown(true)
+	cut := time.Now()
 	eventually(t, 2*time.Second, "a not registered while Redis is unreachable", func() bool { return workers() == "[a b c] [] false" })
+	if took := time.Since(cut); took < 2*beat {
+		t.Errorf("a was unregistered %v after Redis went away, want no sooner than its registration goes stale (%v)", took, 3*beat)
+	}
 	proxy.SetDown(false)
 	eventually(t, 3*time.Second, "registered again", func() bool { return workers() == "[a b c] [] true" })
 }
