@@ -152,8 +152,11 @@ func (w *Worker) reportShare(v fleetView, plan watchPlan, was, watched, lost, ga
 	switch {
 	case plan.fallback && !s.fallback:
 		w.log.Warn("not in the fleet registry: watching every live queue until it is", "queues", len(watched))
-	case !plan.fallback && (s.fallback || start) && s.dynamic():
+	case !plan.fallback && s.fallback && s.dynamic():
 		w.log.Info("in the fleet registry: watching a share of the live queues", "queues", len(watched), "of", len(s.live),
+			"workers", len(v.workers), "watchers_per_queue", s.k)
+	case start && s.dynamic():
+		w.log.Info("watching a share of the live queues", "queues", len(watched), "of", len(s.live),
 			"workers", len(v.workers), "watchers_per_queue", s.k)
 	}
 	s.fallback = plan.fallback
