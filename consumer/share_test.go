@@ -439,3 +439,58 @@ func TestShareSaturatedHelped(t *testing.T) {
 	free()
 	settle(t, "a free again", want, a, b)
 }
+
+// TestShareLostQueueGivesBack: the loop of a queue a worker no longer
+// watches lets its long poll finish, and gives back at once what it
+// brings, unstarted, as a stopping worker does.
+func TestShareLostQueueGivesBack(t *testing.T) {
+	t.Parallel()
+	p := newSharedPool(t, "memory", 2)
+	a := p.join(t, "worker-a", memberOpts{k: 1})
+	settle(t, "alone", map[string][]string{"worker-a": p.names.Live}, a)
+	q := p.names.Live[0]
+	// The loop on q is in its long poll once its first, short, receive
+	// has come back.
+	deadline := time.Now().Add(shareCatchUp)
+	for metric(t, a.reg, "fairq_worker_receives_total", "queue", q) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no receive on %s", q)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a counter
+	}
+	// A registration that ranks first for q, and not for the other
+	// queue, with no worker behind it: nobody else receives from q.
+	other := pickID(t, "registered-only", func(id string) bool {
+		return slices.Equal(consumer.Assign(p.names.Live, []string{"worker-a", id}, "worker-a", 1), []int{1})
+	})
+	f, err := fleet.New(fleet.Config{Redis: p.redis, Prefix: p.prefix + ":", ID: other, Heartbeat: shareBeat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Stop(context.Background()) })
+	settle(t, "q lost", map[string][]string{"worker-a": p.names.Live[1:]}, a)
+
+	queuetest.Put(t, p.b, q, queuetest.Msg{Body: "given back", Tenant: "acme"})
+	deadline = time.Now().Add(shareWait + shareSlack)
+	for metric(t, a.reg, "fairq_worker_processed_total", "outcome", "released") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the message the lost loop's poll brought was not given back within %v", shareWait+shareSlack)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a counter
+	}
+	d, err := p.b.Depth(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Visible != 1 {
+		t.Errorf("%s: %d visible after the give-back, want the message (depth %+v)", q, d.Visible, d)
+	}
+	select {
+	case got := <-p.seen:
+		t.Errorf("%s pushed %q from a queue it no longer watches", got.worker, got.body)
+	default:
+	}
+}
