@@ -12,13 +12,13 @@ import (
 
 	"github.com/fairq/fairq/client"
 	"github.com/fairq/fairq/gateway"
-	"github.com/fairq/fairq/gateway/gatewaytest"
+	"github.com/fairq/fairq/gateway/openapitest"
 )
 
 // contract is the gateway's OpenAPI document as a checker of answers,
 // built once for the test binary.
-var contract = sync.OnceValues(func() (*gatewaytest.Contract, error) {
-	return gatewaytest.NewContract(gateway.OpenAPI())
+var contract = sync.OnceValues(func() (*openapitest.Contract, error) {
+	return openapitest.NewContract(gateway.OpenAPI())
 })
 
 // checked is a transport that holds every answer the client gets from the
@@ -26,7 +26,7 @@ var contract = sync.OnceValues(func() (*gatewaytest.Contract, error) {
 type checked struct {
 	t        testing.TB
 	base     http.RoundTripper
-	contract *gatewaytest.Contract
+	contract *openapitest.Contract
 }
 
 // checkedTransport returns a checked transport over the default one. It

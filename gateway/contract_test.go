@@ -1,3 +1,5 @@
+//go:build !fuzzsmoke
+
 package gateway_test
 
 import (
@@ -12,20 +14,20 @@ import (
 	"testing"
 
 	"github.com/fairq/fairq/gateway"
-	"github.com/fairq/fairq/gateway/gatewaytest"
+	"github.com/fairq/fairq/gateway/openapitest"
 )
 
 // contract is the OpenAPI document as a checker of answers, built once
 // for the test binary.
-var contract = sync.OnceValues(func() (*gatewaytest.Contract, error) {
-	return gatewaytest.NewContract(gateway.OpenAPI())
+var contract = sync.OnceValues(func() (*openapitest.Contract, error) {
+	return openapitest.NewContract(gateway.OpenAPI())
 })
 
 // mustContract returns the contract, failing the test if the document
 // does not build. setup calls it, so that the build, a second or so under
 // the race detector, is done before a test's first request, which it may
 // be timing.
-func mustContract(t testing.TB) *gatewaytest.Contract {
+func mustContract(t testing.TB) *openapitest.Contract {
 	t.Helper()
 	c, err := contract()
 	if err != nil {
@@ -33,6 +35,9 @@ func mustContract(t testing.TB) *gatewaytest.Contract {
 	}
 	return c
 }
+
+// prepareContract builds the contract before a test's first request.
+func prepareContract(t testing.TB) { mustContract(t) }
 
 // keepsContract fails the test if res, the gateway's answer to req,
 // departs from the OpenAPI document: every answer the tests' request

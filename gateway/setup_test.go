@@ -78,7 +78,7 @@ type fixture struct {
 // change adjusts the config before New.
 func setup(t testing.TB, change ...func(*gateway.Config)) *fixture {
 	t.Helper()
-	mustContract(t) // f.do holds every answer to it
+	prepareContract(t) // f.do holds every answer to it
 	ctx := context.Background()
 	f := &fixture{
 		mem:   queue.NewMemory(queue.MemoryConfig{}),

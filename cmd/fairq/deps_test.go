@@ -33,6 +33,7 @@ var serverForbidden = []string{
 	"github.com/goccy/go-json",
 	"github.com/pb33f",
 	"github.com/fairq/fairq/gateway/gatewaytest",
+	"github.com/fairq/fairq/gateway/openapitest",
 }
 
 // TestServerDependencies: the server links none of serverForbidden, and
@@ -48,8 +49,8 @@ func TestServerDependencies(t *testing.T) {
 	if got := forbiddenDeps(t, "../fairq-sim"); !slices.Contains(got, "gonum.org/v1/plot") {
 		t.Errorf("fairq-sim: forbidden dependencies %v, want gonum.org/v1/plot among them", got)
 	}
-	if got := forbiddenDeps(t, "../../gateway/gatewaytest"); !slices.Contains(got, "github.com/pb33f/libopenapi-validator") {
-		t.Errorf("gatewaytest: forbidden dependencies %v, want github.com/pb33f/libopenapi-validator among them", got)
+	if got := forbiddenDeps(t, "../../gateway/openapitest"); !slices.Contains(got, "github.com/pb33f/libopenapi-validator") {
+		t.Errorf("openapitest: forbidden dependencies %v, want github.com/pb33f/libopenapi-validator among them", got)
 	}
 }
 
