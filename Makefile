@@ -48,10 +48,11 @@ test: deps
 
 deps: deps-redis deps-chromium deps-fauxqs deps-oapi-codegen deps-promtool deps-deploy
 
+# redis-cli (redis-tools) joins the nodes of the tests' Redis Cluster.
 deps-redis:
-	@command -v redis-server >/dev/null 2>&1 || { \
-	  echo "redis-server missing: installing Debian's redis-server"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || { \
+	  echo "redis-server or redis-cli missing: installing Debian's redis-server and redis-tools"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; }
 
 ## deps-chromium: the headless browser the console's test drives (chromedp).
 deps-chromium:
@@ -96,11 +97,16 @@ deps-oapi-codegen:
 	@$(GO) mod download github.com/oapi-codegen/runtime@$(OAPI_RUNTIME_VERSION)
 
 ## fuzz-smoke: every fuzz target for a short while; no input may panic.
+## The targets are found in the sources (not by building every package's
+## tests again), and built with the tag fuzzsmoke, which leaves the
+## gateway's OpenAPI contract checker out: its validator takes minutes to
+## compile with the fuzzer's instrumentation, and no fuzz target uses it.
 fuzz-smoke:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for target in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	@set -e; for file in $$(git ls-files '*_test.go' | xargs grep -l '^func Fuzz'); do \
+	  for target in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$file | cut -d' ' -f2); do \
+	    pkg=./$$(dirname $$file); \
 	    echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
-	    out=$$($(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
+	    out=$$($(GO) test -tags fuzzsmoke -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
 	  done; \
 	done
 

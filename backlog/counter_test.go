@@ -30,8 +30,8 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// stores runs a test against the memory store and against Redis; the
-// counters newCounter makes share their counts.
+// stores runs a test against the memory store and against Redis, one
+// node and a cluster; the counters newCounter makes share their counts.
 func stores(t *testing.T, test func(t *testing.T, newCounter func(now func() time.Time) *backlog.Counter)) {
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
@@ -47,19 +47,20 @@ func stores(t *testing.T, test func(t *testing.T, newCounter func(now func() tim
 			return c
 		})
 	})
-	t.Run("redis", func(t *testing.T) {
-		t.Parallel()
-		client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
-		t.Cleanup(func() { client.Close() })
-		prefix := testenv.Prefix(t) + ":"
-		test(t, func(now func() time.Time) *backlog.Counter {
-			c, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: now, MaxStale: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run("redis "+topo.Name, func(t *testing.T) {
+			t.Parallel()
+			client := topo.Client(t)
+			prefix := testenv.Prefix(t) + ":"
+			test(t, func(now func() time.Time) *backlog.Counter {
+				c, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: now, MaxStale: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			})
 		})
-	})
+	}
 }
 
 func get(t *testing.T, c *backlog.Counter, tenant string) int64 {

@@ -67,8 +67,7 @@ return sum
 `)
 
 func (s *redisStore) add(ctx context.Context, tenant string, bucket, n int64, ttl time.Duration) error {
-	keys := []string{s.keys.tenant(tenant), s.keys.tenants()}
-	err := addScript.Run(ctx, s.c, keys, bucket, n, int64(ttl/time.Second), tenant).Err()
+	err := addScript.Run(ctx, s.c, s.keys.script(tenant), bucket, n, int64(ttl/time.Second), tenant).Err()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -80,8 +79,7 @@ func (s *redisStore) take(ctx context.Context, tenant string, cutoff, n int64) (
 }
 
 func (s *redisStore) run(ctx context.Context, tenant string, cutoff, n int64, mode string) (int64, error) {
-	keys := []string{s.keys.tenant(tenant), s.keys.tenants()}
-	left, err := takeScript.Run(ctx, s.c, keys, cutoff, n, mode, tenant).Int64()
+	left, err := takeScript.Run(ctx, s.c, s.keys.script(tenant), cutoff, n, mode, tenant).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

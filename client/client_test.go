@@ -50,6 +50,9 @@ func (l *losesAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func newClient(t testing.TB, base, key string, opts ...client.Option) *client.Client {
 	t.Helper()
+	// Every answer is held to the OpenAPI document; a test that brings
+	// its own transport builds it on checkedTransport.
+	opts = append([]client.Option{client.WithHTTPClient(&http.Client{Transport: checkedTransport(t)})}, opts...)
 	c, err := client.New(base, key, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +124,7 @@ func TestEnqueueBatch(t *testing.T) {
 func TestBadKey(t *testing.T) {
 	t.Parallel()
 	d := demo(t)
-	tr := &counting{base: http.DefaultTransport}
+	tr := &counting{base: checkedTransport(t)}
 	c := newClient(t, d.base, "fq_not_a_key", client.WithHTTPClient(&http.Client{Transport: tr}))
 	_, err := c.Enqueue(t.Context(), client.Message{Body: "x"})
 	var e *client.Error
@@ -167,7 +170,7 @@ func TestRateLimited(t *testing.T) {
 	})
 	t.Run("Retry-After honoured", func(t *testing.T) {
 		spend(t)
-		tr := &counting{base: http.DefaultTransport}
+		tr := &counting{base: checkedTransport(t)}
 		c := newClient(t, d.base, d.key, client.WithHTTPClient(&http.Client{Transport: tr}),
 			client.WithRetries(3, time.Millisecond, 2*time.Millisecond))
 		start := time.Now()
@@ -190,7 +193,7 @@ func TestRateLimited(t *testing.T) {
 	})
 	t.Run("batch entries retried", func(t *testing.T) {
 		spend(t)
-		tr := &counting{base: http.DefaultTransport}
+		tr := &counting{base: checkedTransport(t)}
 		c := newClient(t, d.base, d.key, client.WithHTTPClient(&http.Client{Transport: tr}))
 		results, err := c.EnqueueBatch(t.Context(), []client.Message{{Body: "a"}, {Body: "b"}})
 		if err != nil {
@@ -270,7 +273,7 @@ func TestIdempotency(t *testing.T) {
 		}
 	})
 	t.Run("generated key reused by the retry of a lost answer", func(t *testing.T) {
-		tr := &losesAnswers{counting: counting{base: http.DefaultTransport}, n: 1}
+		tr := &losesAnswers{counting: counting{base: checkedTransport(t)}, n: 1}
 		c := newClient(t, d.base, d.key, client.WithIdempotencyKeys(), client.WithHTTPClient(&http.Client{Transport: tr}))
 		acc, err := c.Enqueue(t.Context(), client.Message{Body: "sent once"})
 		if err != nil {
@@ -288,7 +291,7 @@ func TestIdempotency(t *testing.T) {
 		}
 	})
 	t.Run("no key, no retry after a lost answer", func(t *testing.T) {
-		tr := &losesAnswers{counting: counting{base: http.DefaultTransport}, n: 1}
+		tr := &losesAnswers{counting: counting{base: checkedTransport(t)}, n: 1}
 		c := newClient(t, d.base, d.key, client.WithHTTPClient(&http.Client{Transport: tr}))
 		_, err := c.Enqueue(t.Context(), client.Message{Body: "maybe sent"})
 		if !errors.Is(err, errLostAnswer) {
@@ -299,14 +302,14 @@ func TestIdempotency(t *testing.T) {
 		}
 	})
 	t.Run("batch retried only when every message has a key", func(t *testing.T) {
-		tr := &losesAnswers{counting: counting{base: http.DefaultTransport}, n: 1}
+		tr := &losesAnswers{counting: counting{base: checkedTransport(t)}, n: 1}
 		c := newClient(t, d.base, d.key, client.WithHTTPClient(&http.Client{Transport: tr}))
 		key := "batch-" + randomHex(8)
 		_, err := c.EnqueueBatch(t.Context(), []client.Message{{Body: "a", IdempotencyKey: key}, {Body: "b"}})
 		if !errors.Is(err, errLostAnswer) || tr.counting.n.Load() != 1 {
 			t.Errorf("batch with a message without key: %v after %d requests, want no retry", err, tr.counting.n.Load())
 		}
-		tr = &losesAnswers{counting: counting{base: http.DefaultTransport}, n: 1}
+		tr = &losesAnswers{counting: counting{base: checkedTransport(t)}, n: 1}
 		c = newClient(t, d.base, d.key, client.WithIdempotencyKeys(), client.WithHTTPClient(&http.Client{Transport: tr}))
 		results, err := c.EnqueueBatch(t.Context(), []client.Message{{Body: "a"}, {Body: "b"}})
 		if err != nil || tr.counting.n.Load() != 2 {
@@ -328,7 +331,7 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now: every dial is refused
-	tr := &counting{base: http.DefaultTransport}
+	tr := &counting{base: checkedTransport(t)}
 	c := newClient(t, "http://"+addr, "fq_key", client.WithHTTPClient(&http.Client{Transport: tr}),
 		client.WithRetries(3, time.Millisecond, 2*time.Millisecond))
 	_, err = c.Enqueue(t.Context(), client.Message{Body: "x"})

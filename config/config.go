@@ -63,6 +63,13 @@ type SQS struct {
 	// QueuePrefix starts every queue name (a contract, see queue.Names). It also names the
 	// queues of the memory backend.
 	QueuePrefix string `yaml:"queue_prefix"`
+	// MessageGroupID is what each message's SQS MessageGroupId is: ""
+	// sends none; MessageGroupTenant sends the message's tenant, which
+	// turns on SQS fair queues on the standard queues (a message of no
+	// tenant, such as a periodic task, is sent in no group). It applies
+	// to the memory backend too, which keeps the group without acting on
+	// it.
+	MessageGroupID string `yaml:"message_group_id"`
 }
 
 // Redis configures the optional shared state of a fleet.
@@ -151,6 +158,13 @@ type Worker struct {
 	// SQS's at-least-once) is deleted without a push. With Redis it holds
 	// across the fleet.
 	DedupeWindow time.Duration `yaml:"dedupe_window"`
+	// WatchersPerQueue is how many workers of the fleet receive from each
+	// live queue; each worker watches the queues it ranks among the first
+	// this many for (rendezvous hashing of queue and worker), so that an
+	// idle fleet makes about this many long polls per queue rather than
+	// one per worker. 0, or as many as the fleet has workers, makes every
+	// worker watch every queue.
+	WatchersPerQueue int `yaml:"watchers_per_queue"`
 }
 
 // Gateway configures the front door beyond the contract's keys.
@@ -201,6 +215,7 @@ func Default() Config {
 			CronFile:               "",
 			AcceptableLatency:      10 * time.Second,
 			DedupeWindow:           time.Hour,
+			WatchersPerQueue:       2,
 		},
 		Gateway: Gateway{
 			MaxMessageSize:         256 << 10,
@@ -231,6 +246,12 @@ func (r Redis) Endpoints() []string {
 	}
 	return r.Addrs
 }
+
+// The values of sqs.message_group_id.
+const (
+	MessageGroupNone   = ""
+	MessageGroupTenant = "tenant"
+)
 
 // The backends.
 const (

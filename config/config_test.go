@@ -44,6 +44,7 @@ func TestDefault(t *testing.T) {
 			BacklogAge:             5 * time.Minute,
 			AcceptableLatency:      10 * time.Second,
 			DedupeWindow:           time.Hour,
+			WatchersPerQueue:       2,
 		},
 		Gateway: Gateway{MaxMessageSize: 262144, IdempotencyWindow: 24 * time.Hour, SendTimeout: 3 * time.Second,
 			SendWindow: 10 * time.Millisecond, MaxInflightBytes: 64 << 20, MaxTenantInflightBytes: 16 << 20},

@@ -38,6 +38,7 @@
 //	listen                  FAIRQ_LISTEN
 //	admin.token_sha256      FAIRQ_ADMIN_TOKEN_SHA256
 //	sqs.queue_prefix        FAIRQ_SQS_QUEUE_PREFIX
+//	sqs.message_group_id    FAIRQ_SQS_MESSAGE_GROUP_ID
 //	redis.addr              FAIRQ_REDIS_ADDR
 //	defaults.ingest_rate    FAIRQ_DEFAULTS_INGEST_RATE
 //	worker.push_url         FAIRQ_WORKER_PUSH_URL

@@ -18,7 +18,7 @@ func TestEnvVars(t *testing.T) {
 		"FAIRQ_LISTEN",
 		"FAIRQ_ADMIN_TOKEN_SHA256", "FAIRQ_ADMIN_NOISY_IN_FLIGHT_SHARE", "FAIRQ_ADMIN_NOISY_MIN_IN_FLIGHT",
 		"FAIRQ_BACKEND",
-		"FAIRQ_SQS_REGION", "FAIRQ_SQS_ENDPOINT", "FAIRQ_SQS_QUEUE_PREFIX",
+		"FAIRQ_SQS_REGION", "FAIRQ_SQS_ENDPOINT", "FAIRQ_SQS_QUEUE_PREFIX", "FAIRQ_SQS_MESSAGE_GROUP_ID",
 		"FAIRQ_REDIS_MODE", "FAIRQ_REDIS_ADDR", "FAIRQ_REDIS_ADDRS", "FAIRQ_REDIS_MASTER_NAME", "FAIRQ_REDIS_FAIL_OPEN", "FAIRQ_REDIS_USERNAME", "FAIRQ_REDIS_PASSWORD", "FAIRQ_REDIS_TLS",
 		"FAIRQ_POOL_QUEUES", "FAIRQ_POOL_SHARD_SIZE",
 		"FAIRQ_DEFAULTS_INGEST_RATE", "FAIRQ_DEFAULTS_INGEST_BURST",
@@ -30,6 +30,7 @@ func TestEnvVars(t *testing.T) {
 		"FAIRQ_WORKER_VISIBILITY_TIMEOUT", "FAIRQ_WORKER_ERROR_VISIBILITY_TIMEOUT",
 		"FAIRQ_WORKER_MAX_RETRIES", "FAIRQ_WORKER_BACKLOG_AGE", "FAIRQ_WORKER_DROP_AGE",
 		"FAIRQ_WORKER_CRON_FILE", "FAIRQ_WORKER_ACCEPTABLE_LATENCY", "FAIRQ_WORKER_DEDUPE_WINDOW",
+		"FAIRQ_WORKER_WATCHERS_PER_QUEUE",
 		"FAIRQ_GATEWAY_MAX_MESSAGE_SIZE", "FAIRQ_GATEWAY_IDEMPOTENCY_WINDOW", "FAIRQ_GATEWAY_SEND_TIMEOUT",
 		"FAIRQ_GATEWAY_SEND_WINDOW", "FAIRQ_GATEWAY_MAX_INFLIGHT_BYTES", "FAIRQ_GATEWAY_MAX_TENANT_INFLIGHT_BYTES",
 		"FAIRQ_LOG_LEVEL", "FAIRQ_LOG_FORMAT",
@@ -54,20 +55,22 @@ func TestEnvOverrides(t *testing.T) {
 		{"nothing set", nil, func(*Config) {}},
 		{"empty value is unset", map[string]string{"FAIRQ_LISTEN": "", "FAIRQ_POOL_QUEUES": ""}, func(*Config) {}},
 		{"strings", map[string]string{
-			"FAIRQ_LISTEN":             "[::]:9090",
-			"FAIRQ_BACKEND":            "sqs",
-			"FAIRQ_ADMIN_TOKEN_SHA256": strings.Repeat("0f", 32),
-			"FAIRQ_SQS_QUEUE_PREFIX":   "prod_q",
-			"FAIRQ_SQS_ENDPOINT":       "http://127.0.0.1:4566",
-			"FAIRQ_REDIS_ADDR":         "10.0.0.1:6379",
-			"FAIRQ_WORKER_PUSH_URL":    "http://app:8000/jobs",
-			"FAIRQ_WORKER_CRON_FILE":   "/etc/cron.yaml",
+			"FAIRQ_LISTEN":               "[::]:9090",
+			"FAIRQ_BACKEND":              "sqs",
+			"FAIRQ_ADMIN_TOKEN_SHA256":   strings.Repeat("0f", 32),
+			"FAIRQ_SQS_QUEUE_PREFIX":     "prod_q",
+			"FAIRQ_SQS_ENDPOINT":         "http://127.0.0.1:4566",
+			"FAIRQ_SQS_MESSAGE_GROUP_ID": "tenant",
+			"FAIRQ_REDIS_ADDR":           "10.0.0.1:6379",
+			"FAIRQ_WORKER_PUSH_URL":      "http://app:8000/jobs",
+			"FAIRQ_WORKER_CRON_FILE":     "/etc/cron.yaml",
 		}, func(c *Config) {
 			c.Listen = "[::]:9090"
 			c.Backend = "sqs"
 			c.Admin.TokenSHA256 = strings.Repeat("0f", 32)
 			c.SQS.QueuePrefix = "prod_q"
 			c.SQS.Endpoint = "http://127.0.0.1:4566"
+			c.SQS.MessageGroupID = "tenant"
 			c.Redis.Addr = "10.0.0.1:6379"
 			c.Worker.PushURL = "http://app:8000/jobs"
 			c.Worker.CronFile = "/etc/cron.yaml"
@@ -121,8 +124,9 @@ func TestEnvOverridesFile(t *testing.T) {
 	t.Parallel()
 	data := "listen: :1\nworker:\n  connections: 5\n  push_url: http://file/\ntenants: [{id: a, concurrency: 2}]\n"
 	got, err := Parse([]byte(data), env(map[string]string{
-		"FAIRQ_WORKER_CONNECTIONS":   "7",
-		"FAIRQ_DEFAULTS_CONCURRENCY": "3",
+		"FAIRQ_WORKER_CONNECTIONS":        "7",
+		"FAIRQ_DEFAULTS_CONCURRENCY":      "3",
+		"FAIRQ_WORKER_WATCHERS_PER_QUEUE": "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +136,7 @@ func TestEnvOverridesFile(t *testing.T) {
 	want.Worker.Connections = 7                                                    // environment over file
 	want.Worker.PushURL = "http://file/"                                           // file
 	want.Defaults.Concurrency = ptr(3)                                             // environment over default
+	want.Worker.WatchersPerQueue = 0                                               // environment over default
 	want.Tenants = []Tenant{{ID: "a", Limits: tenant.Limits{Concurrency: ptr(2)}}} // a tenant's own limit stays
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)

@@ -197,6 +197,7 @@ func TestParseErrors(t *testing.T) {
 		{"merge of itself", "tenants:\n  - &a {id: x, <<: *a}\n", []KeyError{{"tenants[0].<<", 2, "merges nested deeper than 16"}}},
 		{"file errors come before validation", "worker: {connections: 0, max_retries: x}\n", []KeyError{{"worker.max_retries", 1, "invalid integer"}}},
 		{"validation names the line", "worker:\n  connections: 0\n", []KeyError{{"worker.connections", 2, "must be 1–100, got 0"}}},
+		{"message group names the line", "sqs:\n  region: eu-west-1\n  message_group_id: tenant_id\n", []KeyError{{"sqs.message_group_id", 3, `unknown value "tenant_id"`}}},
 		{"validation names tenant lines", "tenants:\n  - id: a\n    api_keys:\n      - sha256:x\n  - id: a\n", []KeyError{
 			{"tenants[0].api_keys[0]", 4, "want sha256:"}, {"tenants[1].id", 5, "already defined"},
 		}},

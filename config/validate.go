@@ -135,6 +135,9 @@ func (c Config) checkServer(p *problems) {
 	if c.Worker.DedupeWindow < 0 {
 		p.add("worker.dedupe_window", 0, "must not be negative, got %v", c.Worker.DedupeWindow)
 	}
+	if c.Worker.WatchersPerQueue < 0 {
+		p.add("worker.watchers_per_queue", 0, "must not be negative (0: every worker watches every queue), got %d", c.Worker.WatchersPerQueue)
+	}
 	if c.Gateway.IdempotencyWindow < time.Second {
 		p.add("gateway.idempotency_window", 0, "must be at least 1s, got %v", c.Gateway.IdempotencyWindow)
 	}
@@ -170,6 +173,11 @@ func (c Config) checkQueues(p *problems) {
 		p.add("sqs.queue_prefix", 0, "%q may hold only letters, digits, '-' and '_', as SQS queue names do", prefix)
 	case len(prefix)+len(longestSuffix) > maxQueueName:
 		p.add("sqs.queue_prefix", 0, "too long: queue %s%s would exceed SQS's %d characters", prefix, longestSuffix, maxQueueName)
+	}
+	switch c.SQS.MessageGroupID {
+	case MessageGroupNone, MessageGroupTenant:
+	default:
+		p.add("sqs.message_group_id", 0, "unknown value %q: want %q (each message in its tenant's group: SQS fair queues) or empty (no group)", c.SQS.MessageGroupID, MessageGroupTenant)
 	}
 	if c.Pool.Queues < 1 || c.Pool.Queues > maxQueues {
 		p.add("pool.queues", 0, "must be 1–%d, got %d", maxQueues, c.Pool.Queues)

@@ -288,15 +288,17 @@ func (c *Console) render(w http.ResponseWriter, status int, d pageData) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	io.WriteString(w, page)
+	_, _ = io.WriteString(w, page) // the client went away: nothing to do
 }
 
 //go:embed assets
 var assetFS embed.FS
 
 var (
-	consolePage  = mustAsset("assets/console.html")
-	loginPage    = mustAsset("assets/login.html")
+	// The two pages share the start of their head; the console's goes on
+	// with its script.
+	consolePage  = mustAsset("assets/head.html") + mustAsset("assets/console.html")
+	loginPage    = mustAsset("assets/head.html") + mustAsset("assets/login.html")
 	staticAssets = map[string]*asset{
 		"console.js":  newAsset("assets/console.js", "text/javascript; charset=utf-8"),
 		"console.css": newAsset("assets/console.css", "text/css; charset=utf-8"),

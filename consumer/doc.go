@@ -5,7 +5,10 @@
 //
 // A Worker receives from the live, overflow and backlog queues while it
 // has free slots (Config.Connections), so that it never holds more
-// messages than it can run (poller.go). For each message it asks the
+// messages than it can run (poller.go). In a fleet it watches only its
+// share of the live queues, by rendezvous hashing of queue and worker
+// over the fleet's registry, and follows the fleet's changes (assign.go,
+// share.go). For each message it asks the
 // Limiter (the per-tenant policy of package spillover: drop and backlog
 // ages, concurrency and rate), which may move it to another queue, claims
 // its id (package dedupe), runs the Handler under a heartbeat that keeps

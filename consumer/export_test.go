@@ -10,3 +10,14 @@ func (w *Worker) Kill() {
 		kill()
 	}
 }
+
+// Assign is assign, for the tests of a fleet sharing the queues.
+var Assign = assign
+
+// Watched returns the live queues the worker receives from, in pool order.
+func (w *Worker) Watched() []string {
+	if p := w.sharing.current.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fairq/fairq/dedupe"
 	"github.com/fairq/fairq/parking"
 	"github.com/fairq/fairq/queue"
@@ -24,7 +26,9 @@ type job struct {
 	w   *Worker
 	d   *delivery
 	f   *inflight
-	ctx context.Context // the worker's job context (ends when killed, or at the end of the grace period)
+	ctx context.Context // the worker's job context (ends when killed, or at the end of the grace period), with the delivery's span
+	// span is the delivery's consumer span; nil without tracing.
+	span trace.Span
 }
 
 // process takes a received message to its outcome. It holds one slot, given
@@ -47,6 +51,8 @@ func (w *Worker) process(ctx context.Context, queueName string, m queue.Message,
 		until:    received.Add(w.cfg.VisibilityTimeout),
 	}
 	w.hb.add(j.f)
+	j.startSpan()
+	defer j.endSpan()
 	j.run()
 }
 
@@ -82,6 +88,8 @@ func (j *job) settledEarly(now time.Time) bool {
 	}
 	if nb := d.meta.NotBeforeTime(); !nb.IsZero() && nb.After(now) {
 		// A Retry-After longer than a queue's delay: not yet.
+		j.event(outcomePostponed, "", nb.Sub(now).Seconds())
+		j.outcome(outcomePostponed)
 		j.postpone(nb, nb.Sub(now))
 		return true
 	}
@@ -116,6 +124,7 @@ func (j *job) divert(v Verdict) bool {
 	// A spill is never a visibility change, which the queue would count
 	// as a delivery: without a queue to move to, the message is sent to
 	// its own queue again, delayed.
+	j.traceVerdict(v)
 	switch v.Action {
 	case Spill:
 		dest := cmp.Or(w.cfg.Names.Overflow, d.queue)
@@ -217,7 +226,9 @@ func (j *job) claim() bool {
 		j.duplicate()
 		return false
 	case c.Outcome == dedupe.Running:
-		j.spill(d.queue, min(max(c.RetryAfter, time.Second), queue.MaxDelay), "running")
+		delay := min(max(c.RetryAfter, time.Second), queue.MaxDelay)
+		j.traceVerdict(Verdict{Action: Spill, Delay: delay, Reason: "running"})
+		j.spill(d.queue, delay, "running")
 		return false
 	}
 	w.hb.claimed(j.f, dedupe.Lease{ID: d.msg.ID, Token: c.Token})
@@ -274,8 +285,10 @@ func (j *job) dispatch(age time.Duration, done func()) {
 		j.succeed()
 		return
 	}
+	j.failed(err)
 	switch {
 	case j.abandoned():
+		j.outcome(outcomeAbandoned)
 		j.w.hb.remove(j.f) // left as after a crash: back after its visibility timeout
 		return
 	case j.releasing():
@@ -317,6 +330,7 @@ func (j *job) end() {
 
 // succeed deletes the message.
 func (j *job) succeed() {
+	j.outcome(outcomeSuccess)
 	j.w.hb.remove(j.f)
 	j.w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
 		if failure(entryErr, callErr) != nil {
@@ -347,6 +361,8 @@ func (j *job) drop(reason string) {
 // duplicate deletes a copy of a message that ran to success: it ends
 // nothing (the message it copies ended already).
 func (j *job) duplicate() {
+	j.event(outcomeDuplicate, "", 0)
+	j.outcome(outcomeDuplicate)
 	j.w.hb.remove(j.f)
 	j.w.log.Info("duplicate deleted", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue)
 	j.w.deletes.add(j.d.queue, j.f.handle, func(entryErr, callErr error) {
@@ -359,6 +375,7 @@ func (j *job) duplicate() {
 // later makes the message visible again after d (a visibility change:
 // SQS counts the receive).
 func (j *job) later(d time.Duration, outcome string) {
+	j.outcome(outcome)
 	j.w.hb.remove(j.f)
 	d = min(max(d, 0), j.maxVisibility())
 	j.w.changes.add(j.d.queue, queue.VisibilityChange{ReceiptHandle: j.f.handle, Timeout: d}, func(entryErr, callErr error) {
@@ -385,6 +402,7 @@ func (j *job) release() { j.later(0, outcomeReleased) }
 // (NotBefore): received before then, it is postponed again.
 func (j *job) retryAfter(d time.Duration) {
 	d = max(d, minRetryAfter)
+	j.outcome(outcomeRetryAfter)
 	var notBefore time.Time
 	if d > queue.MaxDelay {
 		notBefore = j.w.cfg.NowFunc().Add(d)
@@ -421,6 +439,7 @@ func (j *job) fail(err error) {
 // deadLetter moves the message to the dead-letter queue with why in
 // fairq-meta; without a dead-letter queue it is deleted.
 func (j *job) deadLetter(why string) {
+	j.outcome(outcomeDeadLettered)
 	w := j.w
 	w.log.Warn("message dead-lettered", "tenant", j.d.msg.Tenant, "id", j.d.msg.ID, "queue", j.d.queue,
 		"attempts", j.d.attempts(), "last_error", why)

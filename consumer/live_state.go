@@ -5,14 +5,16 @@ import (
 	"sync"
 )
 
-// liveState tracks the latest receive of every live queue, which says how
-// much capacity the backlog may take (backlogShare).
+// liveState tracks the latest receive of every live queue the worker
+// watches, which says how much capacity the backlog may take
+// (backlogShare).
 type liveState struct {
-	mu     sync.Mutex
-	latest map[string]fill // queue → its latest receive; absent: not yet polled
-	n      int             // number of live queues
-	full   int             // live queues whose latest receive came back full
-	polled chan struct{}   // closed once every live queue was polled
+	mu      sync.Mutex
+	watched map[string]bool // the live queues the worker receives from
+	latest  map[string]fill // watched queue → its latest receive; absent: not yet polled
+	full    int             // watched queues whose latest receive came back full
+	polled  chan struct{}   // closed once every watched queue was polled
+	closed  bool            // polled is closed
 }
 
 // fill is how a receive came back.
@@ -24,12 +26,43 @@ const (
 	fillFull                // as many as it had slots for: the queue may hold more
 )
 
-func newLiveState(n int) *liveState {
-	return &liveState{latest: make(map[string]fill, n), n: n, polled: make(chan struct{})}
+func newLiveState() *liveState {
+	return &liveState{watched: map[string]bool{}, latest: map[string]fill{}, polled: make(chan struct{})}
+}
+
+// watch makes queues the live queues the worker receives from. Those it
+// no longer watches are forgotten; those it starts to watch count as not
+// yet polled, so that the backlog takes no capacity on their account until
+// they were.
+func (s *liveState) watch(queues []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.watched)
+	for _, q := range queues {
+		s.watched[q] = true
+	}
+	for q, f := range s.latest {
+		if !s.watched[q] {
+			if f == fillFull {
+				s.full--
+			}
+			delete(s.latest, q)
+		}
+	}
+	s.checkPolled()
+}
+
+// checkPolled closes polled once every watched queue was polled. Call
+// with mu held.
+func (s *liveState) checkPolled() {
+	if !s.closed && len(s.latest) == len(s.watched) {
+		s.closed = true
+		close(s.polled)
+	}
 }
 
 // set records the receive of got messages with slots for most from a live
-// queue.
+// queue; a queue no longer watched is ignored.
 func (s *liveState) set(q string, got, most int) {
 	f := fillPartial
 	switch {
@@ -40,21 +73,22 @@ func (s *liveState) set(q string, got, most int) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	was, seen := s.latest[q]
-	if seen && was == fillFull {
+	if !s.watched[q] {
+		return
+	}
+	if s.latest[q] == fillFull {
 		s.full--
 	}
 	if f == fillFull {
 		s.full++
 	}
 	s.latest[q] = f
-	if !seen && len(s.latest) == s.n {
-		close(s.polled)
-	}
+	s.checkPolled()
 }
 
-// isIdle reports whether every live queue was polled and its latest
-// receive came back empty ("caught up").
+// isIdle reports whether every watched live queue was polled and its
+// latest receive came back empty ("caught up"); a worker that watches no
+// live queue is idle.
 func (s *liveState) isIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -62,7 +96,7 @@ func (s *liveState) isIdle() bool {
 }
 
 func (s *liveState) idle() bool {
-	if len(s.latest) < s.n {
+	if len(s.latest) < len(s.watched) {
 		return false
 	}
 	for _, f := range s.latest {
@@ -83,14 +117,14 @@ func (s *liveState) backlogShare() share {
 	switch {
 	case s.idle():
 		return shareAll
-	case s.full > 0 || len(s.latest) < s.n:
+	case s.full > 0 || len(s.latest) < len(s.watched):
 		return shareNone
 	}
 	return shareHalf
 }
 
-// waitPolled waits until every live queue was polled once, or ctx ends:
-// until then, what capacity is spare is not known.
+// waitPolled waits until every watched live queue was polled once, or
+// ctx ends: until then, what capacity is spare is not known.
 func (s *liveState) waitPolled(ctx context.Context) error {
 	select {
 	case <-s.polled:

@@ -23,6 +23,8 @@ type Message struct {
 	Tenant      string            // fairq-tenant; empty for a message without one
 	Attributes  map[string]string // the user's attributes: the reserved ones are left out
 	Traceparent string            // W3C trace context, when the sender gave one
+	// Tracestate is the W3C tracestate the sender gave with Traceparent.
+	Tracestate string
 	// IdempotencyKey is the Idempotency-Key the message was enqueued
 	// with, if any (X-Fairq-Idempotency-Key).
 	IdempotencyKey string
@@ -86,6 +88,7 @@ func newDelivery(queueName string, m queue.Message) *delivery {
 		Body:            m.Body,
 		Tenant:          m.Attributes[envelope.AttrTenant],
 		Traceparent:     m.Attributes[envelope.AttrTraceparent],
+		Tracestate:      meta.Tracestate,
 		IdempotencyKey:  meta.IdempotencyKey,
 		EnqueuedAt:      meta.Enqueued(),
 		FirstReceivedAt: m.FirstReceivedAt,

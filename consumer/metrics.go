@@ -31,6 +31,8 @@ type metrics struct {
 	inFlight          prometheus.Gauge
 	busy              prometheus.Gauge
 	pollers           prometheus.Gauge
+	watched           prometheus.Gauge
+	shareFallback     prometheus.Gauge
 	ageFirst          prometheus.Histogram
 	ageProcessing     prometheus.Histogram
 	duration          prometheus.Histogram
@@ -80,6 +82,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "fairq_worker_pollers",
 			Help: "Receive loops running.",
 		}),
+		watched: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fairq_worker_queues_watched",
+			Help: "Live queues this worker receives from: its share of the pool (worker.watchers_per_queue), or all of them.",
+		}),
+		shareFallback: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fairq_worker_watching_all_queues",
+			Help: "1 while the worker receives from every live queue because it is not in the fleet registry (Redis unreachable, or not reached yet); 0 while it watches its share.",
+		}),
 		ageFirst: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "fairq_worker_age_at_first_attempt_seconds",
 			Help:    "Time from enqueue to the first dispatch of a message: the early warning of falling behind.",
@@ -114,7 +124,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	var errs []error
 	for _, c := range []prometheus.Collector{
 		m.receives, m.emptyReceives, m.receiveErrors, m.processed, m.spilled, m.deadLettered,
-		m.inFlight, m.busy, m.pollers, m.ageFirst, m.ageProcessing, m.duration,
+		m.inFlight, m.busy, m.pollers, m.watched, m.shareFallback, m.ageFirst, m.ageProcessing, m.duration,
 		m.heartbeats, m.heartbeatFailures, m.batchErrors,
 	} {
 		errs = append(errs, reg.Register(c))

@@ -162,15 +162,19 @@ type contention struct {
 	contenders int64 // loops competing for slots
 	watchSlots int64 // slots held by loops in watch mode, its own included
 	batching   int64 // loops in batch mode
+	waiting    int   // loops waiting for slots
 }
 
 // contended completes the plan of a loop in watch mode from what the
 // other loops are doing.
 func (pl receivePlan) contended(t tuning, c contention) receivePlan {
-	if int64(c.spare) < c.contenders {
+	if int64(c.spare) < c.contenders && (c.batching > 0 || c.waiting > 0 || c.spare < t.batchNeed) {
 		// Fewer free slots than loops: a long poll on an empty queue
-		// would keep its slot from a queue with work, so it lasts only
-		// batchWait.
+		// would keep its slot from a queue with work — one has work, or
+		// a loop waits for a slot, or too few are left for a batch if
+		// work comes — so it lasts only batchWait. An idle worker with a
+		// batch of slots to spare long-polls every queue it watches: a
+		// receive per queue per ReceiveWait, rather than one a second.
 		pl.wait = min(pl.wait, batchWait)
 	}
 	if c.watchSlots > t.maxWatchSlots && c.batching > 0 {
@@ -276,7 +280,7 @@ func (p *poller) run(ctx, jobCtx context.Context) {
 		p.report(r, nx)
 		for _, m := range r.msgs {
 			w.jobs.Add(1)
-			go w.process(jobCtx, p.queue, m, r.at, r.release)
+			go w.process(jobCtx, p.queue, m, r.at, w.hold(r.release))
 		}
 		if !p.follow(ctx, jobCtx, r, nx) {
 			return
@@ -319,6 +323,7 @@ func (p *poller) receive(ctx context.Context, pl receivePlan) (receipt, bool) {
 			contenders: p.loops.contenders.Load(),
 			watchSlots: p.loops.watchSlots.Add(1),
 			batching:   p.loops.batching.Load(),
+			waiting:    w.slots.waitingLoops(),
 		})
 		defer p.loops.watchSlots.Add(-1)
 	}

@@ -130,9 +130,24 @@ func TestContended(t *testing.T) {
 			want: watch,
 		},
 		{
-			name: "fewer free slots than loops: a short long poll",
-			c:    contention{spare: 2, contenders: 3, watchSlots: 2, batching: 1},
+			name: "fewer free slots than loops, a queue has work: a short long poll",
+			c:    contention{spare: 8, contenders: 9, watchSlots: 2, batching: 1},
 			want: receivePlan{need: 1, most: 1, wait: batchWait},
+		},
+		{
+			name: "fewer free slots than loops, a loop waits for a slot: a short long poll",
+			c:    contention{spare: 8, contenders: 9, watchSlots: 2, waiting: 1},
+			want: receivePlan{need: 1, most: 1, wait: batchWait},
+		},
+		{
+			name: "fewer free slots than loops, fewer than a batch: a short long poll",
+			c:    contention{spare: 4, contenders: 46, watchSlots: 46},
+			want: receivePlan{need: 1, most: 1, wait: batchWait},
+		},
+		{
+			name: "fewer free slots than loops, all idle, a batch of slots free: the whole long poll",
+			c:    contention{spare: 5, contenders: 45, watchSlots: 45},
+			want: watch,
 		},
 		{
 			name: "a quarter of the slots watch already while a queue has work: a short poll",

@@ -152,6 +152,30 @@ func TestIdleReceives(t *testing.T) {
 	})
 }
 
+// TestIdleReceivesManyQueues: an idle worker watching more queues than
+// half its slots still long-polls each of them, as long as a batch of
+// slots is left free: it does not shorten its polls to a second for want
+// of slots no queue needs.
+func TestIdleReceivesManyQueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := queue.NewMemory(queue.MemoryConfig{})
+		names := queue.PoolNames("t", 38) // and overflow, backlog: 40 loops
+		queuetest.CreatePool(t, b, names)
+		reg := prometheus.NewRegistry()
+		w := start(t, consumer.Config{Backend: b, Names: names, Registerer: reg, ReceiveWait: consumer.ReceiveWaitDefault, Connections: 50,
+			Handler: consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil })})
+		time.Sleep(time.Minute)
+		stop(t, w)
+		empty := metric(t, reg, "fairq_worker_empty_receives_total")
+		if max := 40.0 * (60/20 + 1); empty > max {
+			t.Errorf("%v empty receives in a minute idle on 40 loops and 50 slots, want at most %v (a long poll each per 20 s)", empty, max)
+		}
+		if empty < 40*2 {
+			t.Errorf("%v empty receives in a minute idle: the queues were not all polled", empty)
+		}
+	})
+}
+
 // TestPollersGrow: a deep queue gets extra receive loops so that the slots
 // stay busy; they end when it is drained.
 func TestPollersGrow(t *testing.T) {

@@ -37,20 +37,20 @@ func newPollers(cfg Config) *pollers {
 			// queue is still watched by a long poll.
 			maxWatchSlots: int64(max(1, cfg.Connections/4)),
 		},
-		live:      newLiveState(len(cfg.Names.Live)),
+		live:      newLiveState(),
 		maxExtras: int32(max(1, cfg.Connections/queue.MaxBatch)),
 	}
 }
 
-// spawn starts receive loops. They count as contenders for slots from
-// before the first of them runs, so that none of them takes a scarce slot
-// for a long poll because the others have not started yet.
+// spawn starts receive loops on ctx. They count as contenders for slots
+// from before the first of them runs, so that none of them takes a scarce
+// slot for a long poll because the others have not started yet.
 func (w *Worker) spawn(ctx, jobCtx context.Context, ps ...*poller) {
-	w.loops.contenders.Add(int64(len(ps)))
-	w.loops.running.Add(len(ps))
-	for _, p := range ps {
-		go p.run(ctx, jobCtx)
+	ctxs := make([]context.Context, len(ps))
+	for i := range ctxs {
+		ctxs[i] = ctx
 	}
+	w.spawnEach(ctxs, jobCtx, ps)
 }
 
 // grow reports whether a queue whose receives came back full may get an

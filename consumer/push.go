@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fairq/fairq/internal/telemetry"
 )
 
 // Defaults of PushConfig, aws-sqsd's.
@@ -218,6 +220,9 @@ func (p *Push) request(ctx context.Context, m *Message) (*http.Request, error) {
 		return nil, fmt.Errorf("push: %w", err)
 	}
 	req.Header = p.header(m)
+	// With tracing, the application's spans nest under the delivery's:
+	// its traceparent replaces the sender's.
+	telemetry.InjectHTTP(ctx, req.Header)
 	return req, nil
 }
 
@@ -233,6 +238,7 @@ const (
 	HeaderTenant          = "X-Fairq-Tenant"
 	HeaderEnqueuedAt      = "X-Fairq-Enqueued-At"
 	HeaderTraceparent     = "traceparent"
+	HeaderTracestate      = "tracestate"
 	// HeaderIdempotencyKey carries the Idempotency-Key the message was
 	// enqueued with.
 	HeaderIdempotencyKey = "X-Fairq-Idempotency-Key"
@@ -291,6 +297,9 @@ func Header(m *Message) http.Header {
 	}
 	if m.Traceparent != "" && validTraceparent(m.Traceparent) {
 		h[HeaderTraceparent] = []string{m.Traceparent}
+		if m.Tracestate != "" && validHeaderValue(m.Tracestate) {
+			h[HeaderTracestate] = []string{m.Tracestate}
+		}
 	}
 	if m.Task != nil {
 		if validHeaderValue(m.Task.Name) {

@@ -209,6 +209,22 @@ func (s *slots) waiting(c prio) int {
 	return n
 }
 
+// waitingLoops returns how many waiters for slots there are, spare ones
+// aside: loops whose queue goes unwatched until they are served.
+func (s *slots) waitingLoops() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ws := range s.waiters {
+		for _, w := range ws {
+			if !w.spare {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // available returns the number of free slots.
 func (s *slots) available() int {
 	s.mu.Lock()

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/queue"
@@ -106,6 +108,22 @@ type Config struct {
 	// and must not block.
 	ObserveFunc func(time.Duration)
 
+	// Fleet, if not nil, shares the live queues with the other workers of
+	// the fleet (share.go, assign.go): the worker watches the queues for
+	// which it ranks among the first WatchersPerQueue workers, follows the
+	// fleet's changes every ShareInterval, helps with the queues of
+	// saturated workers, and watches every queue while it is not in the
+	// registry. Nil: it watches every live queue. The overflow and backlog
+	// queues are watched by every worker either way.
+	Fleet Fleet
+	// WatchersPerQueue is the number of workers that watch each live
+	// queue (worker.watchers_per_queue); 0, or as many as the fleet has
+	// workers, makes every worker watch every queue.
+	WatchersPerQueue int
+	// ShareInterval is how often the worker looks at the fleet for a
+	// change (the fleet itself learns of one at its heartbeat).
+	ShareInterval time.Duration
+
 	// ReceiveWait is the long-poll wait of a receive, at most 20 s.
 	ReceiveWait time.Duration
 	// BatchWindow is how long a delete, visibility change or move waits
@@ -134,6 +152,9 @@ type Config struct {
 	// RandFunc returns a uniform number in [0, 1) for backoff jitter;
 	// default math/rand/v2.Float64.
 	RandFunc func() float64
+	// TracerProvider, when set, makes a span per delivery attempt and
+	// hands its context to the Handler (see trace.go); nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -147,6 +168,7 @@ func (c Config) withDefaults() Config {
 	c.ReceiveWindow = cmp.Or(c.ReceiveWindow, ReceiveWindowDefault)
 	c.BackoffBase = cmp.Or(c.BackoffBase, BackoffBaseDefault)
 	c.ParkFor = cmp.Or(c.ParkFor, ParkForDefault)
+	c.ShareInterval = cmp.Or(c.ShareInterval, ShareIntervalDefault)
 	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, c.VisibilityTimeout/3)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.Backlog == nil {
@@ -183,6 +205,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxRetries < 1 {
 		bad("max retries %d must be at least 1", c.MaxRetries)
+	}
+	if c.WatchersPerQueue < 0 || c.ShareInterval <= 0 {
+		bad("watchers per queue %d must not be negative, and share interval %v must be positive", c.WatchersPerQueue, c.ShareInterval)
 	}
 	c.validateDurations(bad)
 	if err := errors.Join(errs...); err != nil {
@@ -223,10 +248,17 @@ type Worker struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	tracer  trace.Tracer // nil: no tracing
 
-	slots *slots
-	hb    *heartbeat
-	loops *pollers
+	slots   *slots
+	hb      *heartbeat
+	loops   *pollers
+	sharing *sharing
+
+	// held counts the messages received whose slot is not given back;
+	// saturated is set when it reaches Connections (Saturated).
+	held      atomic.Int64
+	saturated atomic.Bool
 
 	deletes *batcher[string]
 	changes *batcher[queue.VisibilityChange]
@@ -258,8 +290,10 @@ func New(cfg Config) (*Worker, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		metrics: m,
+		tracer:  newTracer(cfg.TracerProvider),
 		slots:   newSlots(cfg.Connections),
 		loops:   newPollers(cfg),
+		sharing: newSharing(cfg),
 		stopCh:  make(chan context.Context, 1),
 		done:    make(chan struct{}),
 	}
@@ -301,17 +335,22 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.hb.run(hbCtx)
 	}()
 
-	var loops []*poller
-	for _, q := range w.cfg.Names.Live {
-		loops = append(loops, w.newPoller(q, classLive))
-	}
+	// Every worker watches the overflow and backlog queues: work spilled
+	// or aged there is started by whichever worker has room. The live
+	// queues it watches are its share of the pool, which follows the
+	// fleet (share).
+	var others []*poller
 	if q := w.cfg.Names.Overflow; q != "" {
-		loops = append(loops, w.newPoller(q, classOverflow))
+		others = append(others, w.newPoller(q, classOverflow))
 	}
 	if q := w.cfg.Names.Backlog; q != "" {
-		loops = append(loops, w.newPoller(q, classBacklog))
+		others = append(others, w.newPoller(q, classBacklog))
 	}
-	w.spawn(pollCtx, jobCtx, loops...)
+	w.rebalance(pollCtx, jobCtx, w.sharing.view(), others...)
+	if w.sharing.dynamic() {
+		w.loops.running.Add(1)
+		go w.share(pollCtx, jobCtx)
+	}
 
 	// The supervisor owns the shutdown, in this order: stop issuing
 	// receives, let those under way finish and give back what they bring;

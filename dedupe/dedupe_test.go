@@ -42,8 +42,9 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// stores runs test against a Memory and a Redis store. Redis keeps time
-// itself: its lease is short and the test waits for it where it must.
+// stores runs test against a Memory store and a Redis store, on one node
+// and on a cluster. Redis keeps time itself: its lease is short and the
+// test waits for it where it must.
 func stores(t *testing.T, test func(t *testing.T, s store, lease time.Duration, wait func(time.Duration))) {
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
@@ -51,17 +52,17 @@ func stores(t *testing.T, test func(t *testing.T, s store, lease time.Duration, 
 		lease := 30 * time.Second
 		test(t, dedupe.NewMemory(dedupe.MemoryConfig{Lease: lease, Now: clk.Now}), lease, clk.Advance)
 	})
-	t.Run("redis", func(t *testing.T) {
-		t.Parallel()
-		client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
-		t.Cleanup(func() { client.Close() })
-		lease := 600 * time.Millisecond
-		s, err := dedupe.NewRedis(dedupe.RedisConfig{Client: client, Prefix: testenv.Prefix(t) + ":", Lease: lease})
-		if err != nil {
-			t.Fatal(err)
-		}
-		test(t, s, lease, time.Sleep) // Redis expires keys on its own clock
-	})
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run("redis "+topo.Name, func(t *testing.T) {
+			t.Parallel()
+			lease := 600 * time.Millisecond
+			s, err := dedupe.NewRedis(dedupe.RedisConfig{Client: topo.Client(t), Prefix: testenv.Prefix(t) + ":", Lease: lease})
+			if err != nil {
+				t.Fatal(err)
+			}
+			test(t, s, lease, time.Sleep) // Redis expires keys on its own clock
+		})
+	}
 }
 
 func claim(t *testing.T, s store, id string) dedupe.Claim {

@@ -54,6 +54,14 @@ type Meta struct {
 	// parking): its first receive only parks it, so it is no delivery
 	// attempt, and its attempts count one receive fewer.
 	Parked bool `json:"p,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context the message
+	// was produced in: the gateway's producer span when it traces; when
+	// it does not, Traceparent is empty (the caller's is the traceparent
+	// attribute) and Tracestate is the caller's. They are kept across
+	// moves, so that every delivery of the message links to its producer.
+	// Messages written before they existed have neither.
+	Traceparent string `json:"tp,omitempty"`
+	Tracestate  string `json:"ts,omitempty"`
 }
 
 // FirstReceived returns FirstReceivedAt as a time; the zero time when
@@ -110,6 +118,8 @@ func (m Meta) AppendEncode(b []byte) []byte {
 	if m.Parked {
 		b = append(b, `,"p":true`...)
 	}
+	b = appendField(b, "tp", m.Traceparent)
+	b = appendField(b, "ts", m.Tracestate)
 	return append(b, '}')
 }
 
@@ -183,15 +193,16 @@ func Decode(s string) (Meta, error) {
 }
 
 // decodeFast reads the exact form Encode writes: no whitespace, no escapes
-// in strings, known fields each at most once. It reports false for
-// anything else, and Decode falls back to encoding/json.
+// in strings, known fields (one letter, or "tp" and "ts") each at most
+// once. It reports false for anything else, and Decode falls back to
+// encoding/json.
 func decodeFast(s string) (Meta, bool) {
 	var m Meta
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
 		return m, false
 	}
 	s = s[1 : len(s)-1]
-	var seen [10]bool
+	var seen [12]bool
 	for first := true; s != ""; first = false {
 		if !first {
 			if s[0] != ',' {
@@ -199,22 +210,34 @@ func decodeFast(s string) (Meta, bool) {
 			}
 			s = s[1:]
 		}
-		// A key: "x":
-		if len(s) < 4 || s[0] != '"' || s[2] != '"' || s[3] != ':' {
+		var key byte
+		if key, s = readKey(s); key == 0 {
 			return m, false
 		}
-		key := s[1]
 		idx := keyIndex(key)
 		if idx < 0 || seen[idx] {
 			return m, false
 		}
 		seen[idx] = true
 		var ok bool
-		if s, ok = m.decodeField(key, s[4:]); !ok {
+		if s, ok = m.decodeField(key, s); !ok {
 			return m, false
 		}
 	}
 	return m, true
+}
+
+// readKey reads a key and its colon at the start of s: "x": for the
+// one-letter fields, "tp": and "ts": read as 'P' and 'S'. It returns 0 for
+// anything else.
+func readKey(s string) (key byte, rest string) {
+	switch {
+	case len(s) >= 4 && s[0] == '"' && s[2] == '"' && s[3] == ':' && s[1] != 'P' && s[1] != 'S':
+		return s[1], s[4:]
+	case len(s) >= 5 && s[0] == '"' && s[1] == 't' && s[3] == '"' && s[4] == ':' && (s[2] == 'p' || s[2] == 's'):
+		return s[2] - ('a' - 'A'), s[5:]
+	}
+	return 0, s
 }
 
 // decodeField reads the value of field key at the start of s into m and
@@ -279,6 +302,10 @@ func (m *Meta) setString(key byte, v string) {
 		m.Origin = v
 	case 'e':
 		m.LastError = v
+	case 'P':
+		m.Traceparent = v
+	case 'S':
+		m.Tracestate = v
 	}
 }
 
@@ -304,6 +331,10 @@ func keyIndex(k byte) int {
 		return 8
 	case 'p':
 		return 9
+	case 'P': // "tp"
+		return 10
+	case 'S': // "ts"
+		return 11
 	}
 	return -1
 }

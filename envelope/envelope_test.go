@@ -18,7 +18,9 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	}{
 		{"zero", Meta{}},
 		{"time only", Meta{EnqueuedAt: 1795256386120}},
-		{"all fields", Meta{EnqueuedAt: 1, ID: "0190b3c4-7a1e-7c3d-9f00-5a6b7c8d9e0f", Attempts: 3, RequestID: "req-1", IdempotencyKey: "order-42", Origin: "fairq-live-03", LastError: "status 500", NotBefore: 1795256387120, FirstReceivedAt: 1795256386200, Parked: true}},
+		{"all fields", Meta{EnqueuedAt: 1, ID: "0190b3c4-7a1e-7c3d-9f00-5a6b7c8d9e0f", Attempts: 3, RequestID: "req-1", IdempotencyKey: "order-42", Origin: "fairq-live-03", LastError: "status 500", NotBefore: 1795256387120, FirstReceivedAt: 1795256386200, Parked: true,
+			Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"}},
+		{"trace state only", Meta{EnqueuedAt: 2, Tracestate: "vendor=a=b"}},
 		{"not before only", Meta{NotBefore: 9}},
 		{"negative", Meta{EnqueuedAt: -5, Attempts: -1, NotBefore: -7}},
 		{"escapes", Meta{LastError: "\"quoted\" \\ back\nslash\t\x01", RequestID: "ünï©ødé 🚀"}},
@@ -62,6 +64,12 @@ func TestDecode(t *testing.T) {
 	}{
 		{name: "encoded", in: `{"t":17,"i":"id-1","a":2,"r":"r1","k":"k1","q":"fairq-live-00","e":"boom","n":1795256387120,"f":18}`,
 			want: Meta{EnqueuedAt: 17, ID: "id-1", Attempts: 2, RequestID: "r1", IdempotencyKey: "k1", Origin: "fairq-live-00", LastError: "boom", NotBefore: 1795256387120, FirstReceivedAt: 18}},
+		{name: "trace context", in: `{"t":17,"i":"id-1","tp":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","ts":"congo=t61rcWkgMzE"}`,
+			want: Meta{EnqueuedAt: 17, ID: "id-1", Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "congo=t61rcWkgMzE"}},
+		{name: "trace state first", in: `{"ts":"a=1","t":3}`, want: Meta{EnqueuedAt: 3, Tracestate: "a=1"}},
+		{name: "trace parent twice", in: `{"t":1,"tp":"a","tp":"b"}`, want: Meta{EnqueuedAt: 1, Traceparent: "b"}},
+		{name: "trace parent not a string", in: `{"t":1,"tp":1}`, wantErr: true},
+		{name: "two-letter key of a newer release", in: `{"t":1,"tx":"y"}`, want: Meta{EnqueuedAt: 1}},
 		{name: "parked", in: `{"t":17,"a":1,"p":true}`, want: Meta{EnqueuedAt: 17, Attempts: 1, Parked: true}},
 		{name: "parked false", in: `{"t":17,"p":false}`, want: Meta{EnqueuedAt: 17}},
 		{name: "parked not a boolean", in: `{"t":17,"p":1}`, wantErr: true},
@@ -116,6 +124,7 @@ func FuzzDecode(f *testing.F) {
 		`{"t":1,"e":"a\"b"}`, `{}`, `{"t":-0}`, `{"t":1,"t":2}`, `{"a":9999999999999999999}`,
 		`{"r":"\xff"}`, ` {"t":1}`, `{"k":""}`, `null`, `{"t":1e3}`,
 		`{"t":1,"n":1795256387120}`, `{"n":-0}`, `{"n":01}`, `{"n":9223372036854775808}`,
+		`{"t":1,"tp":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","ts":"k=v"}`, `{"tp":"x","tp":"y"}`, `{"ts":1}`, `{"tq":"x"}`, `{"P":"x"}`, `{"S":"x"}`, `{"TP":"x"}`,
 	} {
 		f.Add(s)
 	}

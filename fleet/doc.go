@@ -13,6 +13,12 @@
 // logged and fairq_redis_degraded{component="fleet"} is 1. Without Redis
 // the fleet is the one process: Last and Size are 1.
 //
+// Each heartbeat also returns the ids of the workers alive, and which of
+// them are saturated (every slot held a message since their previous
+// heartbeat, which the heartbeat reports): Workers gives them, and
+// whether this worker is in the registry, to the worker's receive loops,
+// which share the live queues by them (package consumer).
+//
 // Autoscaling computes fairq_backlog_per_instance and
 // fairq_backlog_target_per_instance as the EC2 Auto Scaling guidance for
 // SQS describes them: visible messages ÷ workers running, and acceptable

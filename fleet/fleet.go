@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -46,6 +48,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives fairq_fleet_workers; nil registers nothing.
 	Registerer prometheus.Registerer
+	// SaturatedFunc, if not nil, is asked at each heartbeat whether this
+	// worker is saturated: every slot held a message since the previous
+	// heartbeat (consumer.Worker.Saturated). The heartbeat carries the
+	// answer, so that free workers help with the queues of saturated
+	// ones (Workers). Nil: never saturated.
+	SaturatedFunc func() bool
 	// RedisMetrics are the process's fairq_redis_degraded and
 	// fairq_redis_fallback_total (degrade.NewMetrics), which the series of
 	// component="fleet" join; nil keeps them registered nowhere.
@@ -57,6 +65,9 @@ func (c Config) withDefaults() Config {
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.ID == "" {
 		c.ID = NewID()
+	}
+	if c.SaturatedFunc == nil {
+		c.SaturatedFunc = func() bool { return false }
 	}
 	return c
 }
@@ -84,6 +95,7 @@ type Fleet struct {
 	last    atomic.Int64 // the size last known, at least 1
 	workers prometheus.Gauge
 	redis   *degrade.Dependency
+	view    atomic.Pointer[view] // what the latest heartbeat found
 
 	// loops run the heartbeat; Kill (tests) ends it as a crash would.
 	loops lifecycle.Loops
@@ -107,6 +119,11 @@ func New(cfg Config) (*Fleet, error) {
 		}),
 	}
 	f.setLast(1)
+	if cfg.Redis == nil {
+		f.view.Store(&view{ids: []string{cfg.ID}, registered: true})
+	} else {
+		f.view.Store(&view{})
+	}
 	if reg := cfg.Registerer; reg != nil {
 		if err := reg.Register(f.workers); err != nil {
 			return nil, err
@@ -137,17 +154,43 @@ func (f *Fleet) setLast(n int) {
 	f.workers.Set(float64(n))
 }
 
-// beatScript: KEYS[1] the workers; ARGV id, stale ms. It records the
-// worker's heartbeat, forgets workers silent for longer than stale, and
-// returns the number left.
+// view is the fleet as a heartbeat found it.
+type view struct {
+	ids        []string // sorted
+	saturated  []string // sorted, a subset of ids
+	registered bool     // this worker was among ids
+	at         time.Time
+}
+
+// Workers returns the ids of the workers alive as this worker's latest
+// heartbeat found them, sorted, this one among them, and the ids of those
+// of them that reported themselves saturated (Config.SaturatedFunc);
+// registered is false while this worker is not known to be in the
+// registry: before a heartbeat reached Redis, and once none has for three
+// heartbeats, when the others no longer count it either (the ids are then
+// the last known). A heartbeat or two that fail change nothing: the
+// others still count this worker, and it still has the place they give
+// it. Without Redis the fleet is this worker alone, registered. The
+// slices are shared: do not modify them.
+func (f *Fleet) Workers() (ids, saturated []string, registered bool) {
+	v := f.view.Load()
+	return v.ids, v.saturated, v.registered && (f.cfg.Redis == nil || time.Since(v.at) < f.stale())
+}
+
+// beatScript: KEYS[1] the workers; ARGV id, stale ms, saturated ("1" or
+// "0"). It records the worker's heartbeat, half a millisecond later while
+// it is saturated (see workersKey), forgets workers silent for longer
+// than stale, and returns the ids and scores of those left.
 var beatScript = redis.NewScript(`
 redis.replicate_commands()
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now, ARGV[1])
+local score = now
+if ARGV[3] == '1' then score = now + 0.5 end
+redis.call('ZADD', KEYS[1], score, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return redis.call('ZCARD', KEYS[1])
+return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
 `)
 
 // sizeScript: KEYS[1] the workers; ARGV stale ms. It returns the number of
@@ -222,17 +265,39 @@ func (f *Fleet) run(ctx context.Context) {
 	}
 }
 
-// beat records this worker's heartbeat and learns the fleet's size.
+// beat records this worker's heartbeat and learns the fleet's workers.
 func (f *Fleet) beat(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.Heartbeat)
 	defer cancel()
-	n, err := beatScript.Run(cctx, f.cfg.Redis, []string{workersKey(f.cfg.Prefix)}, f.cfg.ID, f.stale().Milliseconds()).Int()
+	saturated := "0"
+	if f.cfg.SaturatedFunc() {
+		saturated = "1"
+	}
+	res, err := beatScript.Run(cctx, f.cfg.Redis, []string{workersKey(f.cfg.Prefix)}, f.cfg.ID, f.stale().Milliseconds(), saturated).StringSlice()
 	if err != nil {
 		if ctx.Err() == nil {
 			f.redis.Failed(ctx, err, slog.Int("fleet_size", f.Last()))
 		}
 		return
 	}
-	f.setLast(n)
-	f.redis.OK(ctx, slog.Int("fleet_size", n))
+	v := parseWorkers(res)
+	v.registered, v.at = slices.Contains(v.ids, f.cfg.ID), time.Now()
+	f.view.Store(&v)
+	f.setLast(len(v.ids))
+	f.redis.OK(ctx, slog.Int("fleet_size", len(v.ids)))
+}
+
+// parseWorkers reads the id, score, … pairs of the workers' sorted set.
+// A score's fraction of a millisecond says the worker is saturated.
+func parseWorkers(res []string) view {
+	var v view
+	for i := 0; i+1 < len(res); i += 2 {
+		v.ids = append(v.ids, res[i])
+		if ms, err := strconv.ParseFloat(res[i+1], 64); err == nil && ms-math.Floor(ms) >= 0.25 {
+			v.saturated = append(v.saturated, res[i])
+		}
+	}
+	slices.Sort(v.ids)
+	slices.Sort(v.saturated)
+	return v
 }

@@ -2,6 +2,9 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +21,17 @@ func redisClient(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// onRedis runs test against one Redis node and against a Redis Cluster.
+func onRedis(t *testing.T, test func(t *testing.T, c redis.UniversalClient)) {
+	t.Helper()
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			test(t, topo.Client(t))
+		})
+	}
 }
 
 // member starts a worker's Fleet; it is stopped when the test ends.
@@ -70,8 +84,11 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) ti
 
 func TestFleetSize(t *testing.T) {
 	t.Parallel()
+	onRedis(t, testFleetSize)
+}
+
+func testFleetSize(t *testing.T, c redis.UniversalClient) {
 	const beat = 100 * time.Millisecond
-	c := redisClient(t)
 	prefix := testenv.Prefix(t) + ":"
 	reg := prometheus.NewRegistry()
 	a := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "a", Heartbeat: beat, Registerer: reg})
@@ -190,7 +207,18 @@ func gauge(t testing.TB, reg *prometheus.Registry, name string) float64 {
 
 func TestMembers(t *testing.T) {
 	t.Parallel()
-	client := redisClient(t)
+	onRedis(t, testMembers)
+	t.Run("unreachable", func(t *testing.T) {
+		t.Parallel()
+		down := redis.NewClient(&redis.Options{Addr: testenv.Blackhole(t), DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+		defer down.Close()
+		if _, err := fleet.Members(t.Context(), down, "fairq:", time.Second); err == nil {
+			t.Error("Members with Redis unreachable: no error")
+		}
+	})
+}
+
+func testMembers(t *testing.T, client redis.UniversalClient) {
 	prefix := testenv.Prefix(t) + ":"
 	before := time.Now().Add(-time.Second)
 	member(t, fleet.Config{Redis: client, Prefix: prefix, ID: "w1", Heartbeat: 50 * time.Millisecond})
@@ -213,9 +241,60 @@ func TestMembers(t *testing.T) {
 	if len(got) != 2 || !ids["w1"] || !ids["w2"] {
 		t.Errorf("members %+v, want w1 and w2", got)
 	}
-	down := redis.NewClient(&redis.Options{Addr: testenv.Blackhole(t), DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
-	defer down.Close()
-	if _, err := fleet.Members(t.Context(), down, prefix, time.Second); err == nil {
-		t.Error("Members with Redis unreachable: no error")
+}
+
+// TestWorkers: each heartbeat tells a worker the ids of the fleet and which
+// of them are saturated; a worker whose heartbeats fail for three
+// intervals is not registered, and keeps the ids it last knew.
+func TestWorkers(t *testing.T) {
+	t.Parallel()
+	const beat = 50 * time.Millisecond
+	c := redisClient(t)
+	prefix := testenv.Prefix(t) + ":"
+	var full atomic.Bool
+	proxy := testenv.NewProxy(t, testenv.RedisAddr(t))
+	pc := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { pc.Close() })
+	a := member(t, fleet.Config{Redis: pc, Prefix: prefix, ID: "a", Heartbeat: beat})
+	if ids, saturated, ok := a.Workers(); !ok || !slices.Equal(ids, []string{"a"}) || len(saturated) != 0 {
+		t.Fatalf("after Start alone: Workers() = %v, %v, %v; want [a], none, registered", ids, saturated, ok)
+	}
+	member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "c", Heartbeat: beat, SaturatedFunc: full.Load})
+	member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "b", Heartbeat: beat})
+	workers := func() string {
+		ids, saturated, ok := a.Workers()
+		return fmt.Sprint(ids, saturated, ok)
+	}
+	eventually(t, 2*time.Second, "a sees b and c", func() bool { return workers() == "[a b c] [] true" })
+	full.Store(true)
+	eventually(t, 2*time.Second, "a sees c saturated", func() bool { return workers() == "[a b c] [c] true" })
+	// Readers of the heartbeat's time are not misled by the flag.
+	ms, err := fleet.Members(t.Context(), c, prefix, beat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.LastHeartbeat.Nanosecond()%int(time.Millisecond) != 0 || time.Since(m.LastHeartbeat) > time.Second {
+			t.Errorf("member %s: last heartbeat %v, want a whole millisecond about now", m.ID, m.LastHeartbeat)
+		}
+	}
+	full.Store(false)
+	eventually(t, 2*time.Second, "c no longer saturated", func() bool { return workers() == "[a b c] [] true" })
+
+	proxy.SetDown(true)
+	cut := time.Now()
+	eventually(t, 2*time.Second, "a not registered while Redis is unreachable", func() bool { return workers() == "[a b c] [] false" })
+	if took := time.Since(cut); took < 2*beat {
+		t.Errorf("a was unregistered %v after Redis went away, want no sooner than its registration goes stale (%v)", took, 3*beat)
+	}
+	proxy.SetDown(false)
+	eventually(t, 3*time.Second, "registered again", func() bool { return workers() == "[a b c] [] true" })
+}
+
+func TestWorkersWithoutRedis(t *testing.T) {
+	t.Parallel()
+	f := member(t, fleet.Config{ID: "solo"})
+	if ids, saturated, ok := f.Workers(); !ok || !slices.Equal(ids, []string{"solo"}) || len(saturated) != 0 {
+		t.Errorf("Workers() without Redis = %v, %v, %v; want [solo], none, registered", ids, saturated, ok)
 	}
 }

@@ -61,7 +61,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, t, err)
 		return
 	}
-	d := s.enqueue(r.Context(), t, es, requestID(r.Context()), traceparentOf(r))
+	d := s.enqueue(r.Context(), t, es, requestID(r.Context()), traceOf(r))
 	setRateLimitHeaders(w.Header(), d)
 	results := make([]entryResult, len(es))
 	var retry int64

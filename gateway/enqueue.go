@@ -51,7 +51,7 @@ func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, t, err)
 		return
 	}
-	d := s.enqueue(r.Context(), t, es[:], requestID(r.Context()), traceparentOf(r))
+	d := s.enqueue(r.Context(), t, es[:], requestID(r.Context()), traceOf(r))
 	setRateLimitHeaders(w.Header(), d)
 	e := &es[0]
 	switch {
@@ -146,7 +146,7 @@ func (e *entry) waiting() bool { return e.err == nil && !e.replay && e.dupOf == 
 // that those bound for one queue share its calls, and await SQS's answer.
 // An entry whose err is set on the way in (it failed to decode) is left
 // as it is. It returns the admission decision, for the RateLimit headers.
-func (s *Server) enqueue(ctx context.Context, t tenant.Tenant, es []entry, reqID, traceparent string) throttle.Decision {
+func (s *Server) enqueue(ctx context.Context, t tenant.Tenant, es []entry, reqID string, tc callerTrace) throttle.Decision {
 	for i := range es {
 		e := &es[i]
 		if e.err != nil {
@@ -155,11 +155,13 @@ func (s *Server) enqueue(ctx context.Context, t tenant.Tenant, es []entry, reqID
 		if e.msg.idempotencyKey != "" {
 			e.fp = idempotency.Fingerprint(e.msg.body, e.msg.attrs, e.msg.delay)
 		}
-		e.item, e.err = s.prepare(t, e.msg, reqID, traceparent)
+		e.item, e.err = s.prepare(t, e.msg, reqID, tc)
 	}
 	s.claimKeys(ctx, t, es)
 	d := s.admitAll(ctx, t, es)
+	s.startProducers(ctx, t.ID, es)
 	s.sendAll(t, es)
+	endProducers(es)
 	s.resolveKeys(ctx, es)
 	for i := range es {
 		if e := &es[i]; e.dupOf > 0 {
@@ -360,22 +362,25 @@ func checkJSONContent(r *http.Request) error {
 // prepare makes the queue entry of a message: the caller's attributes and
 // fairq's own (fairq-tenant from the key, never from the request), sized
 // as SQS counts it against MaxMessageSize. fairq-meta is sized with the
-// longest live queue name and set for real once the queue is picked.
-func (s *Server) prepare(t tenant.Tenant, msg message, reqID, traceparent string) (sendItem, error) {
+// longest live queue name (and, when the gateway traces, the producer
+// span's traceparent) and set for real once the queue is picked. The
+// caller's traceparent stays the traceparent attribute, as before fairq
+// traced; its tracestate goes in fairq-meta.
+func (s *Server) prepare(t tenant.Tenant, msg message, reqID string, tc callerTrace) (sendItem, error) {
 	attrs := msg.attrs
 	if attrs == nil {
 		attrs = make(map[string]string, 3)
 	}
 	attrs[envelope.AttrTenant] = t.ID
-	if traceparent != "" {
-		attrs[envelope.AttrTraceparent] = traceparent
+	if tc.parent != "" {
+		attrs[envelope.AttrTraceparent] = tc.parent
 	}
 	now := s.cfg.Now()
-	meta := envelope.Meta{EnqueuedAt: now.UnixMilli(), ID: envelope.NewID(now), RequestID: reqID, IdempotencyKey: msg.idempotencyKey, Origin: s.longest}
+	meta := envelope.Meta{EnqueuedAt: now.UnixMilli(), ID: envelope.NewID(now), RequestID: reqID, IdempotencyKey: msg.idempotencyKey, Origin: s.longest, Tracestate: tc.state}
 	// Sized now, with the longest queue name, and encoded once the queue
 	// is picked.
 	var buf [256]byte
-	size := messageSize(msg.body, attrs) + len(envelope.AttrMeta) + len("String") + len(meta.AppendEncode(buf[:0]))
+	size := messageSize(msg.body, attrs) + len(envelope.AttrMeta) + len("String") + len(meta.AppendEncode(buf[:0])) + s.traceparentRoom()
 	if size > s.cfg.MaxMessageSize {
 		return sendItem{}, errorf(CodeTooLarge, "message is %d bytes as SQS counts it (body and attributes), at most %d", size, s.cfg.MaxMessageSize)
 	}
@@ -521,6 +526,7 @@ func (s *Server) pick(t tenant.Tenant, item *sendItem) (pendingSend, bool) {
 		return pendingSend{q: -1, err: &Error{Code: CodeInternal, Detail: "internal error", Err: errors.New("picker chose a queue out of range")}}, false
 	}
 	name := s.cfg.Names.Live[q]
+	nameProducer(item, name)
 	item.meta.Origin = name
 	item.attrs[envelope.AttrMeta] = item.meta.Encode()
 	return pendingSend{q: q, name: name}, true
@@ -555,16 +561,6 @@ func (s *Server) await(t tenant.Tenant, item sendItem, p pendingSend) (a accepte
 		Queue:      p.name,
 		EnqueuedAt: formatTime(time.UnixMilli(item.meta.EnqueuedAt)),
 	}, false, nil
-}
-
-// traceparentOf returns the request's traceparent header if it is a valid
-// W3C trace context, else "".
-func traceparentOf(r *http.Request) string {
-	// As r.Header.Get, without canonicalising the name on every request.
-	if v := r.Header[headerTraceparent]; len(v) > 0 && validTraceparent(v[0]) {
-		return v[0]
-	}
-	return ""
 }
 
 // validTraceparent checks version-traceid-parentid-flags: lowercase hex,

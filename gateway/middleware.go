@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // HeaderRequestID carries the request id, both ways.
@@ -41,6 +42,9 @@ type requestFrame struct {
 	// idHeader is the value of the X-Request-Id answer header, held here
 	// to save it an allocation of its own.
 	idHeader [1]string
+	// span is the request's server span when the gateway traces (see
+	// traceRequest); the request's context carries it too when sampled.
+	span trace.Span
 }
 
 // requestIDs makes request ids: a random prefix per process and a counter,

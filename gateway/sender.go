@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/internal/clock"
 	"github.com/fairq/fairq/queue"
@@ -22,6 +24,7 @@ type sendItem struct {
 	body   string
 	attrs  map[string]string
 	delay  time.Duration
+	span   trace.Span // the message's producer span; nil when the gateway does not trace
 }
 
 // sendResult is the fate of one sendItem.
@@ -94,13 +97,14 @@ func (s *Server) flush(ctx context.Context, name string, items []sendItem) ([]se
 		todo[i] = i
 	}
 	entries := make([]queue.Entry, 0, len(items))
+	sendCtx := sendContext(ctx, items) // the SQS call's span joins a message's trace
 	for attempt := 1; ; attempt++ {
 		entries = entries[:0]
 		for _, i := range todo {
 			it := &items[i]
 			entries = append(entries, queue.Entry{ID: queue.EntryID(i), Body: it.body, Attributes: it.attrs, Delay: it.delay})
 		}
-		res, err := s.cfg.Backend.Send(ctx, name, entries)
+		res, err := s.cfg.Backend.Send(sendCtx, name, entries)
 		if err != nil {
 			s.m.sends.WithLabelValues("error").Inc()
 			if retryable(err) {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fairq/fairq/backlog"
 	"github.com/fairq/fairq/console"
@@ -183,6 +184,9 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// Now is the clock of enqueue times; nil uses time.Now.
 	Now func() time.Time
+	// TracerProvider, when set, traces requests and the messages they
+	// send (see trace.go); nil makes no span.
+	TracerProvider trace.TracerProvider
 }
 
 // idemLeaseMargin is what an idempotency key's lease adds to SendTimeout.
@@ -282,6 +286,7 @@ type Server struct {
 	bodies    *bodyBudget
 	refused   refusals
 	idem      idempotencyKeys
+	tracer    trace.Tracer // nil: no tracing
 	stats     *stats
 	admin     bool
 	adminHash [32]byte
@@ -359,6 +364,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.tracer = newTracer(cfg.TracerProvider)
 	s.router = s.routes()
 	return s, nil
 }
@@ -368,6 +374,9 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.frame)
+	if s.tracer != nil {
+		r.Use(s.traceRequest)
+	}
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 

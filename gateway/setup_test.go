@@ -78,6 +78,7 @@ type fixture struct {
 // change adjusts the config before New.
 func setup(t testing.TB, change ...func(*gateway.Config)) *fixture {
 	t.Helper()
+	prepareContract(t) // f.do holds every answer to it
 	ctx := context.Background()
 	f := &fixture{
 		mem:   queue.NewMemory(queue.MemoryConfig{}),
@@ -172,6 +173,7 @@ func (f *fixture) do(t testing.TB, r request) *httptest.ResponseRecorder {
 	}
 	w := httptest.NewRecorder()
 	f.srv.ServeHTTP(w, req)
+	keepsContract(t, req, w.Result())
 	return w
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/internal/testenv"
@@ -50,27 +49,27 @@ const (
 	lease  = 5 * time.Second
 )
 
-// stores runs test against a Memory and a Redis store, each with its own
-// clock.
+// stores runs test against a Memory store and a Redis store, on one node
+// and on a cluster, each with its own clock.
 func stores(t *testing.T, test func(t *testing.T, s store, clk *clock)) {
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
 		clk := &clock{now: time.Unix(1_800_000_000, 0)}
 		test(t, idempotency.NewMemory(idempotency.MemoryConfig{Window: window, Lease: lease, Now: clk.Now}), clk)
 	})
-	t.Run("redis", func(t *testing.T) {
-		t.Parallel()
-		client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
-		t.Cleanup(func() { client.Close() })
-		// Redis expires keys on its own clock: the window is long
-		// enough that the test's clock never reaches it there.
-		clk := &clock{now: time.Now()}
-		s, err := idempotency.NewRedis(idempotency.RedisConfig{Client: client, Prefix: testenv.Prefix(t) + ":", Window: window, Lease: lease, Now: clk.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		test(t, s, clk)
-	})
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run("redis "+topo.Name, func(t *testing.T) {
+			t.Parallel()
+			// Redis expires keys on its own clock: the window is long
+			// enough that the test's clock never reaches it there.
+			clk := &clock{now: time.Now()}
+			s, err := idempotency.NewRedis(idempotency.RedisConfig{Client: topo.Client(t), Prefix: testenv.Prefix(t) + ":", Window: window, Lease: lease, Now: clk.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			test(t, s, clk)
+		})
+	}
 }
 
 var ignoreToken = cmpopts.IgnoreFields(idempotency.Claim{}, "Token")

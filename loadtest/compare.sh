@@ -9,6 +9,11 @@
 #
 #   loadtest/compare.sh A [B]      # B defaults to HEAD
 #   ROUNDS=3 DURATION=10s CONNS=64 loadtest/compare.sh main json
+#   B_ENV="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318" loadtest/compare.sh HEAD HEAD
+#
+# A_ENV and B_ENV are VAR=value words added to the environment of A's and
+# B's server: one build against itself with a setting changed (tracing on
+# in B, say).
 #
 # Only one server runs at a time, on the same port, started afresh for its
 # run and stopped after it, so that no build's worker drains its backlog
@@ -71,12 +76,16 @@ keys=()
 KEYS=$(IFS=,; echo "${keys[*]}")
 export KEYS
 
+read -r -a a_env <<< "${A_ENV:-}"
+read -r -a b_env <<< "${B_ENV:-}"
+
 # start NAME starts the server NAME (a, b or baseline) and waits until it
 # answers.
 start() {
   case $1 in
     baseline) "$tmp/baseline" -listen "127.0.0.1:$PORT" 2> "$tmp/$1.log" & ;;
-    *) "$tmp/fairq-$1" dev --config "$tmp/fairq.yaml" 2> "$tmp/$1.log" & ;;
+    a) env "${a_env[@]}" "$tmp/fairq-a" dev --config "$tmp/fairq.yaml" 2> "$tmp/$1.log" & ;;
+    b) env "${b_env[@]}" "$tmp/fairq-b" dev --config "$tmp/fairq.yaml" 2> "$tmp/$1.log" & ;;
   esac
   server_pid=$!
   for _ in $(seq 100); do
@@ -97,6 +106,8 @@ hz=$(getconf CLK_TCK)
 
 echo "load before: $(uptime)"
 echo "wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds"
+[ -n "${A_ENV:-}" ] && echo "A's environment: $A_ENV"
+[ -n "${B_ENV:-}" ] && echo "B's environment: $B_ENV"
 printf '%-6s %-9s %12s %12s %9s  %s\n' round build "requests/s" "CPU µs/req" non-2xx "load average (1, 5, 15 min) before the run"
 declare -A sum cpusum
 servers=(a b baseline)

@@ -265,9 +265,16 @@ func TestConfigValidate(t *testing.T) {
 // that stopped.
 func TestFleet(t *testing.T) {
 	t.Parallel()
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			testFleet(t, topo.Client(t))
+		})
+	}
+}
+
+func testFleet(t *testing.T, client redis.UniversalClient) {
 	s := newSystem(t)
-	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
-	t.Cleanup(func() { client.Close() })
 	prefix := testenv.Prefix(t) + ":"
 
 	worker := overview.NewRecorder(overview.RecorderConfig{Slots: 4})

@@ -9,29 +9,29 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/parking"
 	"github.com/fairq/fairq/queue"
 )
 
-// lots runs test against a Memory and a Redis lot.
+// lots runs test against a Memory lot and a Redis lot, on one node and on
+// a cluster.
 func lots(t *testing.T, test func(t *testing.T, lot parking.Lot)) {
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
 		test(t, parking.NewMemory(nil))
 	})
-	t.Run("redis", func(t *testing.T) {
-		t.Parallel()
-		c := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
-		t.Cleanup(func() { c.Close() })
-		lot, err := parking.NewRedis(c, testenv.Prefix(t)+":", time.Hour, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		test(t, lot)
-	})
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run("redis "+topo.Name, func(t *testing.T) {
+			t.Parallel()
+			lot, err := parking.NewRedis(topo.Client(t), testenv.Prefix(t)+":", time.Hour, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			test(t, lot)
+		})
+	}
 }
 
 func TestLot(t *testing.T) {

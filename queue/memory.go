@@ -72,6 +72,10 @@ func (c MemoryConfig) withDefaults() MemoryConfig {
 //   - ChangeVisibility of a message whose visibility timeout has passed
 //     fails with ErrReceiptHandle (SQS: MessageNotInflight).
 //   - There is no limit on in-flight messages (SQS: about 120,000).
+//   - A message's Entry.GroupID is kept, across redrive too, and given
+//     back in Message.GroupID; it does not change the order of receives
+//     (SQS fair queues reorder them when a group holds too many of the
+//     messages in flight).
 //
 // Memory starts no goroutines and is safe for concurrent use. Each queue has
 // its own lock; ready messages sit in a FIFO and delayed or in-flight ones in
@@ -238,6 +242,7 @@ func (m *Memory) Send(ctx context.Context, queue string, entries []Entry) ([]Sen
 			id:     m.messageID(key),
 			body:   e.Body,
 			attrs:  maps.Clone(e.Attributes),
+			group:  e.GroupID,
 			sentAt: now,
 			due:    now.Add(cmp.Or(e.Delay, attrs.delay)),
 		}
@@ -291,7 +296,25 @@ func checkSizedEntry(e Entry, size, maxSize int) error {
 	if e.Delay < 0 || e.Delay > MaxDelay {
 		return fmt.Errorf("%w: delay %v is outside 0-%v", ErrInvalidEntry, e.Delay, MaxDelay)
 	}
+	if e.GroupID != "" && !ValidGroupID(e.GroupID) {
+		return fmt.Errorf("%w: group id %q: want 1-%d letters, digits or ASCII punctuation", ErrInvalidEntry, e.GroupID, MaxGroupID)
+	}
 	return nil
+}
+
+// ValidGroupID reports whether s is a MessageGroupId SQS accepts: 1 to
+// MaxGroupID letters, digits or ASCII punctuation (!"#$%&'()*+,-./:;<=>?@
+// [\]^_`{|}~), which is every printable ASCII character but the space.
+func ValidGroupID(s string) bool {
+	if s == "" || len(s) > MaxGroupID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // Receive receives up to opts.Max messages, waiting up to opts.Wait for the
@@ -402,6 +425,7 @@ func (m *Memory) take(q *memQueue, now time.Time, limit int, visibility time.Dur
 			SentAt:          msg.sentAt,
 			FirstReceivedAt: msg.firstReceivedAt,
 			ReceiveCount:    msg.receives,
+			GroupID:         msg.group,
 		})
 	}
 	if expired > 0 {

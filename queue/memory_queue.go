@@ -63,6 +63,7 @@ type message struct {
 	id    string
 	body  string
 	attrs map[string]string
+	group string // Entry.GroupID
 
 	sentAt          time.Time
 	firstReceivedAt time.Time

@@ -17,6 +17,7 @@ const (
 	MaxAttributes         = 10
 	MaxMessageSizeCap     = 1 << 20   // largest MaxMessageSize SQS allows
 	MaxMessageSizeDefault = 256 << 10 // the size most queues still have
+	MaxGroupID            = 128       // characters of a MessageGroupId
 )
 
 // Sentinel errors both backends return, so callers can match on them.
@@ -36,6 +37,11 @@ type Entry struct {
 	Body       string
 	Attributes map[string]string // String-typed message attributes
 	Delay      time.Duration     // 0–900 s, whole seconds
+	// GroupID is the message's group (SQS's MessageGroupId): on a standard
+	// queue, the tenant that SQS fair queues keep from delaying the others
+	// (see Grouped). Empty sends the message in no group. At most
+	// MaxGroupID characters, each a letter, digit or ASCII punctuation.
+	GroupID string
 }
 
 // EntryID returns the Entry.ID of the i-th entry of a batch, its position
@@ -66,6 +72,10 @@ type Message struct {
 	SentAt          time.Time         // SentTimestamp
 	FirstReceivedAt time.Time         // ApproximateFirstReceiveTimestamp
 	ReceiveCount    int               // ApproximateReceiveCount, this delivery included
+	// GroupID is the Entry.GroupID the message was sent with, where the
+	// backend gives it back (Memory does; SQS returns it as the
+	// MessageGroupId system attribute).
+	GroupID string
 }
 
 // Size reports the size of a message as SQS counts it against the limit: the

@@ -94,6 +94,8 @@ var sqsOps = []string{
 //     sender; a fault of the service is returned as is, worth a retry.
 //   - Every HTTP attempt counts in fairq_sqs_requests_total{op}, retries
 //     included, because SQS bills each one.
+//   - Entry.GroupID is sent as MessageGroupId, which on a standard queue
+//     turns on SQS fair queues; the queues are never FIFO.
 type SQS struct {
 	client   *sqs.Client
 	log      *slog.Logger
@@ -253,12 +255,18 @@ func (s *SQS) Send(ctx context.Context, queue string, entries []Entry) ([]SendRe
 			continue
 		}
 		index[e.ID] = i
-		batch = append(batch, types.SendMessageBatchRequestEntry{
+		entry := types.SendMessageBatchRequestEntry{
 			Id:                aws.String(e.ID),
 			MessageBody:       aws.String(e.Body),
 			DelaySeconds:      sqsSeconds(e.Delay),
 			MessageAttributes: sqsAttributes(e.Attributes),
-		})
+		}
+		if e.GroupID != "" {
+			// On a standard queue a group id turns on fair queues; it
+			// never makes the queue FIFO.
+			entry.MessageGroupId = aws.String(e.GroupID)
+		}
+		batch = append(batch, entry)
 	}
 	if len(batch) == 0 {
 		return results, nil
@@ -323,6 +331,7 @@ func (s *SQS) Receive(ctx context.Context, queue string, opts ReceiveOptions) ([
 			Body:            aws.ToString(m.Body),
 			SentAt:          sqsMillis(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]),
 			FirstReceivedAt: sqsMillis(m.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)]),
+			GroupID:         m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)],
 		}
 		msg.ReceiveCount, _ = strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 		if len(m.MessageAttributes) > 0 {

@@ -102,7 +102,16 @@ func TestAlone(t *testing.T) {
 // over and the firings missed meanwhile are caught up.
 func TestFleet(t *testing.T) {
 	t.Parallel()
-	addr := testenv.RedisAddr(t)
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			testFleet(t, topo.Client)
+		})
+	}
+}
+
+// testFleet runs TestFleet with a client of its own for each scheduler.
+func testFleet(t *testing.T, newClient func(testing.TB) redis.UniversalClient) {
 	prefix := testenv.Prefix(t) + ":"
 	b := newQueue(t)
 	const ttl = time.Second
@@ -112,8 +121,7 @@ func TestFleet(t *testing.T) {
 	}
 	var fleet []*member
 	for i := range 3 {
-		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { rdb.Close() })
+		rdb := newClient(t)
 		reg := prometheus.NewRegistry()
 		s, err := schedule.New(schedule.Config{
 			Tasks: tasks(t, everySecond), Backend: b, Queue: "cron",

@@ -19,13 +19,26 @@ import (
 // with its own reader over the same depths so that calls count per tracker.
 type fleet struct {
 	t      *testing.T
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	names  []string
 	depths []int
 	prefix string
 }
 
-func newFleet(t *testing.T, rdb *redis.Client, n int, depths ...int) *fleet {
+// onRedis runs test against one Redis node and against a Redis Cluster.
+func onRedis(t *testing.T, test func(t *testing.T, rdb redis.UniversalClient)) {
+	t.Helper()
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			test(t, topo.Client(t))
+		})
+	}
+}
+
+// newFleet returns trackers of a pool of n queues of the given depths
+// sharing rdb, or one Redis node when rdb is nil.
+func newFleet(t *testing.T, rdb redis.UniversalClient, n int, depths ...int) *fleet {
 	t.Helper()
 	if rdb == nil {
 		rdb = redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
@@ -57,7 +70,11 @@ func (f *fleet) tracker(interval time.Duration) (*Tracker, *reader) {
 // others adopt its reading without a call to the queues.
 func TestSharedReadingsPollOnce(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, nil, 8, 0, 40, 0, 0, 0, 3)
+	onRedis(t, testSharedReadingsPollOnce)
+}
+
+func testSharedReadingsPollOnce(t *testing.T, rdb redis.UniversalClient) {
+	f := newFleet(t, rdb, 8, 0, 40, 0, 0, 0, 3)
 	a, ra := f.tracker(time.Minute)
 	b, rb := f.tracker(time.Minute)
 	c, rc := f.tracker(time.Minute)
@@ -87,7 +104,11 @@ func TestSharedReadingsPollOnce(t *testing.T) {
 // only if it wins the refresh lock; otherwise it adopts the old reading.
 func TestSharedRefreshLock(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, nil, 4, 9)
+	onRedis(t, testSharedRefreshLock)
+}
+
+func testSharedRefreshLock(t *testing.T, rdb redis.UniversalClient) {
+	f := newFleet(t, rdb, 4, 9)
 	tr, r := f.tracker(time.Minute)
 	ctx := t.Context()
 	old := reading{At: time.Now().Add(-10 * time.Minute).UnixMilli(), Queues: f.names, Depths: []int64{5, 0, 0, 0}}
@@ -139,7 +160,11 @@ func TestSharedRefreshLock(t *testing.T) {
 // next tracker poll at once instead of waiting out the lock.
 func TestSharedPollFailureReleasesLock(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, nil, 4, 2)
+	onRedis(t, testSharedPollFailureReleasesLock)
+}
+
+func testSharedPollFailureReleasesLock(t *testing.T, rdb redis.UniversalClient) {
+	f := newFleet(t, rdb, 4, 2)
 	a, ra := f.tracker(time.Minute)
 	b, rb := f.tracker(time.Minute)
 	ra.fail(errors.New("no route to sqs"))

@@ -505,13 +505,13 @@ func (r *Registry) update(ctx context.Context, id string, change func(rec *recor
 		if err != nil {
 			return err
 		}
-		rec, exists := cur.rec, cur.rev != 0 && !cur.rec.Deleted
-		if cur.rev == 0 {
+		rec, exists := cur.rec, cur.found && !cur.rec.Deleted
+		if !cur.found {
 			if ft, ok := r.file[id]; ok {
 				rec, exists = r.fromFile(ft), true
 			}
 		}
-		if cur.rev != 0 && cur.rec.Deleted {
+		if cur.found && cur.rec.Deleted {
 			// Created again: the purge instant of the deletion stays, so
 			// that the old tenant's messages are not the new one's.
 			rec = record{PurgedBefore: cur.rec.PurgedBefore}

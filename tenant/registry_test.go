@@ -221,23 +221,34 @@ func TestAdminInMemory(t *testing.T) {
 	testAdmin(t, tenant.Config{})
 }
 
-func redisClient(t testing.TB) *redis.Client {
+// onRedis runs test against one Redis node and against a Redis Cluster,
+// each with a fresh key prefix.
+func onRedis(t *testing.T, test func(t *testing.T, c redis.UniversalClient, prefix string)) {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
-	t.Cleanup(func() { c.Close() })
-	return c
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			test(t, topo.Client(t), testenv.Prefix(t)+":")
+		})
+	}
 }
 
 func TestAdminOnRedis(t *testing.T) {
 	t.Parallel()
-	testAdmin(t, tenant.Config{Redis: redisClient(t), Prefix: testenv.Prefix(t) + ":"})
+	onRedis(t, func(t *testing.T, c redis.UniversalClient, prefix string) {
+		testAdmin(t, tenant.Config{Redis: c, Prefix: prefix})
+	})
 }
 
 // TestChangesReachOtherProcesses: a change made on one registry is seen by
 // another sharing the Redis within a second.
 func TestChangesReachOtherProcesses(t *testing.T) {
 	t.Parallel()
-	cfg := tenant.Config{Tenants: fileTenants(), Redis: redisClient(t), Prefix: testenv.Prefix(t) + ":"}
+	onRedis(t, testChangesReachOtherProcesses)
+}
+
+func testChangesReachOtherProcesses(t *testing.T, c redis.UniversalClient, prefix string) {
+	cfg := tenant.Config{Tenants: fileTenants(), Redis: c, Prefix: prefix}
 	a, b := newRegistry(t, cfg), newRegistry(t, cfg)
 	ctx := context.Background()
 
@@ -275,7 +286,11 @@ func TestChangesReachOtherProcesses(t *testing.T) {
 // registries all land.
 func TestConcurrentChanges(t *testing.T) {
 	t.Parallel()
-	cfg := tenant.Config{Tenants: fileTenants(), Redis: redisClient(t), Prefix: testenv.Prefix(t) + ":"}
+	onRedis(t, testConcurrentChanges)
+}
+
+func testConcurrentChanges(t *testing.T, c redis.UniversalClient, prefix string) {
+	cfg := tenant.Config{Tenants: fileTenants(), Redis: c, Prefix: prefix}
 	regs := []*tenant.Registry{newRegistry(t, cfg), newRegistry(t, cfg)}
 	var (
 		wg   sync.WaitGroup

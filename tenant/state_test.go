@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
-	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/tenant"
 )
 
@@ -19,10 +19,10 @@ func TestStateInMemory(t *testing.T) {
 
 func TestStateOnRedis(t *testing.T) {
 	t.Parallel()
-	prefix := testenv.Prefix(t) + ":"
-	c := redisClient(t)
-	testState(t, func(now func() time.Time) tenant.Config {
-		return tenant.Config{Tenants: fileTenants(), Redis: c, Prefix: prefix, Now: now}
+	onRedis(t, func(t *testing.T, c redis.UniversalClient, prefix string) {
+		testState(t, func(now func() time.Time) tenant.Config {
+			return tenant.Config{Tenants: fileTenants(), Redis: c, Prefix: prefix, Now: now}
+		})
 	})
 }
 
@@ -102,7 +102,11 @@ func testState(t *testing.T, cfgAt func(now func() time.Time) tenant.Config) {
 // by another sharing Redis within a second.
 func TestPauseReachesOtherProcesses(t *testing.T) {
 	t.Parallel()
-	cfg := tenant.Config{Tenants: fileTenants(), Redis: redisClient(t), Prefix: testenv.Prefix(t) + ":"}
+	onRedis(t, testPauseReachesOtherProcesses)
+}
+
+func testPauseReachesOtherProcesses(t *testing.T, c redis.UniversalClient, prefix string) {
+	cfg := tenant.Config{Tenants: fileTenants(), Redis: c, Prefix: prefix}
 	a, b := newRegistry(t, cfg), newRegistry(t, cfg)
 	changed := b.Changed()
 	if _, err := a.Pause(context.Background(), "acme", false); err != nil {

@@ -31,10 +31,13 @@ type keyRecord struct {
 	Created int64  `json:"created,omitempty"` // unix ms; 0 for keys from the file
 }
 
-// stored is a record and the revision it was read at (0: none).
+// stored is a record and the revision it was read at. A record stored by
+// a release before revisions shared its slot has none here yet: found,
+// at revision 0.
 type stored struct {
-	rec record
-	rev int64
+	rec   record
+	rev   int64
+	found bool
 }
 
 // store holds the records.
@@ -43,7 +46,7 @@ type store interface {
 	version(ctx context.Context) (int64, error)
 	// load returns every record and the version they are at.
 	load(ctx context.Context) (int64, map[string]record, error)
-	// get returns one record; rev 0 when there is none.
+	// get returns one record; not found, at rev 0, when there is none.
 	get(ctx context.Context, id string) (stored, error)
 	// put stores rec if the record is still at rev; false when it moved.
 	put(ctx context.Context, id string, rev int64, rec record) (bool, error)
@@ -88,7 +91,7 @@ func (m *memStore) put(_ context.Context, id string, rev int64, rec record) (boo
 	if m.recs[id].rev != rev {
 		return false, nil
 	}
-	m.recs[id] = stored{rec: rec, rev: rev + 1}
+	m.recs[id] = stored{rec: rec, rev: rev + 1, found: true}
 	m.ver++
 	return true, nil
 }

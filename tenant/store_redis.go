@@ -45,9 +45,10 @@ func (s *redisStore) load(ctx context.Context) (int64, map[string]record, error)
 		ver  *redis.StringCmd
 		recs *redis.MapStringStringCmd
 	)
+	keys := s.keys.load()
 	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		ver = p.Get(ctx, s.keys.version)
-		recs = p.HGetAll(ctx, s.keys.records)
+		ver = p.Get(ctx, keys[0])
+		recs = p.HGetAll(ctx, keys[1])
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -70,31 +71,36 @@ func (s *redisStore) load(ctx context.Context) (int64, map[string]record, error)
 
 func (s *redisStore) get(ctx context.Context, id string) (stored, error) {
 	var rec, rev *redis.StringCmd
+	keys := s.keys.get()
 	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		rec = p.HGet(ctx, s.keys.records, id)
-		rev = p.HGet(ctx, s.keys.revs, id)
+		rec = p.HGet(ctx, keys[0], id)
+		rev = p.HGet(ctx, keys[1], id)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return stored{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	n, err := rev.Int64()
+	raw, err := rec.Result()
 	if errors.Is(err, redis.Nil) {
 		return stored{}, nil
 	}
-	if err != nil {
+	// A record without a revision was stored by a release before this
+	// layout (see keys.go): it is at revision 0, which putScript reads
+	// for a missing one, so that its first change here still compares
+	// and swaps.
+	n, err := rev.Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return stored{}, fmt.Errorf("tenant %q: stored revision: %w", id, err)
 	}
 	var r record
-	if err := json.Unmarshal([]byte(rec.Val()), &r); err != nil {
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return stored{}, fmt.Errorf("tenant %q: stored record: %w", id, err)
 	}
-	return stored{rec: r, rev: n}, nil
+	return stored{rec: r, rev: n, found: true}, nil
 }
 
 func (s *redisStore) put(ctx context.Context, id string, rev int64, rec record) (bool, error) {
-	keys := []string{s.keys.records, s.keys.revs, s.keys.version}
-	n, err := putScript.Run(ctx, s.c, keys, id, strconv.FormatInt(rev, 10), encodeRecord(rec)).Int()
+	n, err := putScript.Run(ctx, s.c, s.keys.put(), id, strconv.FormatInt(rev, 10), encodeRecord(rec)).Int()
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

@@ -55,7 +55,7 @@ func (l latencies) report(b *testing.B) {
 // round trip to Redis on loopback (GCRA through redis_rate), one caller at
 // a time, with the latency of every call recorded.
 func BenchmarkRedisCheckLatency(b *testing.B) {
-	l := redisLimiter(b, testenv.Prefix(b)+":")
+	l := redisLimiter(b, redisClient(b), testenv.Prefix(b)+":")
 	ctx := context.Background()
 	lim := throttle.Limit{Rate: 1e9, Burst: 1 << 30}
 	for _, k := range tenantKeys[:10] { // connections up, script loaded

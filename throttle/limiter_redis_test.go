@@ -12,10 +12,20 @@ import (
 	"github.com/fairq/fairq/throttle"
 )
 
-func redisLimiter(t testing.TB, prefix string) *throttle.RedisLimiter {
+// onRedis runs test against one Redis node and against a Redis Cluster,
+// each with a fresh key prefix; newClient returns a new client of it.
+func onRedis(t *testing.T, test func(t *testing.T, newClient func() redis.UniversalClient, prefix string)) {
 	t.Helper()
-	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
-	t.Cleanup(func() { client.Close() })
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			test(t, func() redis.UniversalClient { return topo.Client(t) }, testenv.Prefix(t)+":")
+		})
+	}
+}
+
+func redisLimiter(t testing.TB, client redis.UniversalClient, prefix string) *throttle.RedisLimiter {
+	t.Helper()
 	l, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: client, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
@@ -25,8 +35,13 @@ func redisLimiter(t testing.TB, prefix string) *throttle.RedisLimiter {
 
 func TestRedisLimiterSharedBucket(t *testing.T) {
 	t.Parallel()
-	prefix := testenv.Prefix(t) + ":"
-	a, b := redisLimiter(t, prefix), redisLimiter(t, prefix)
+	onRedis(t, testRedisLimiterSharedBucket)
+}
+
+// testRedisLimiterSharedBucket: two limiters, each with its own client,
+// share a bucket.
+func testRedisLimiterSharedBucket(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
+	a, b := redisLimiter(t, newClient(), prefix), redisLimiter(t, newClient(), prefix)
 	ctx := context.Background()
 	lim := throttle.Limit{Rate: 1, Burst: 10} // refills slowly enough to count exactly
 
@@ -67,7 +82,11 @@ func TestRedisLimiterSharedBucket(t *testing.T) {
 
 func TestRedisLimiterDecision(t *testing.T) {
 	t.Parallel()
-	l := redisLimiter(t, testenv.Prefix(t)+":")
+	onRedis(t, testRedisLimiterDecision)
+}
+
+func testRedisLimiterDecision(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
+	l := redisLimiter(t, newClient(), prefix)
 	ctx := context.Background()
 	lim := throttle.Limit{Rate: 0.5, Burst: 2} // a token every 2 s
 
@@ -97,7 +116,7 @@ func TestRedisLimiterDecision(t *testing.T) {
 // token then.
 func TestRedisRetryAfterIsTruthful(t *testing.T) {
 	t.Parallel()
-	l := redisLimiter(t, testenv.Prefix(t)+":")
+	l := redisLimiter(t, redisClient(t), testenv.Prefix(t)+":")
 	ctx := context.Background()
 	lim := throttle.Limit{Rate: 20, Burst: 1}
 	for range 5 {
@@ -122,7 +141,7 @@ func TestRedisRetryAfterIsTruthful(t *testing.T) {
 }
 
 func BenchmarkRedisLimiter(b *testing.B) {
-	l := redisLimiter(b, testenv.Prefix(b)+":")
+	l := redisLimiter(b, redisClient(b), testenv.Prefix(b)+":")
 	ctx := context.Background()
 	lim := throttle.Limit{Rate: 1e9, Burst: 1 << 30}
 	b.ReportAllocs()

@@ -8,10 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fairq/fairq/internal/keyslot"
 	"github.com/fairq/fairq/internal/testenv"
 	"github.com/fairq/fairq/throttle"
 )
 
+// redisClient returns a client of one Redis node.
 func redisClient(t testing.TB) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
@@ -21,7 +23,7 @@ func redisClient(t testing.TB) *redis.Client {
 
 // redisSemaphore returns a started RedisSemaphore, stopped when the test
 // ends.
-func redisSemaphore(t testing.TB, c *redis.Client, prefix string, lease time.Duration) *throttle.RedisSemaphore {
+func redisSemaphore(t testing.TB, c redis.UniversalClient, prefix string, lease time.Duration) *throttle.RedisSemaphore {
 	t.Helper()
 	s, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: prefix, Lease: lease})
 	if err != nil {
@@ -72,10 +74,12 @@ func tryAcquire(t testing.TB, s throttle.Semaphore, key string, limit int) (thro
 
 func TestRedisSemaphoreSharedLimit(t *testing.T) {
 	t.Parallel()
-	c := redisClient(t)
-	prefix := testenv.Prefix(t) + ":"
-	a := redisSemaphore(t, c, prefix, time.Minute)
-	b := redisSemaphore(t, c, prefix, time.Minute)
+	onRedis(t, testRedisSemaphoreSharedLimit)
+}
+
+func testRedisSemaphoreSharedLimit(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
+	a := redisSemaphore(t, newClient(), prefix, time.Minute)
+	b := redisSemaphore(t, newClient(), prefix, time.Minute)
 
 	var (
 		wg      sync.WaitGroup
@@ -128,9 +132,12 @@ func TestRedisSemaphoreSharedLimit(t *testing.T) {
 // after it stopped.
 func TestRedisSemaphoreLeases(t *testing.T) {
 	t.Parallel()
+	onRedis(t, testRedisSemaphoreLeases)
+}
+
+func testRedisSemaphoreLeases(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
 	const lease = time.Second
-	c := redisClient(t)
-	prefix := testenv.Prefix(t) + ":"
+	c := newClient()
 	holder := redisSemaphore(t, c, prefix, lease)
 	other := redisSemaphore(t, c, prefix, lease)
 	var held []throttle.Permit
@@ -188,37 +195,64 @@ func TestRedisSemaphoreLeases(t *testing.T) {
 	}
 }
 
-// TestRedisSemaphoreRenewalPutsBack: a lease that vanished from Redis
-// while its holder runs is put back by the next renewal.
+// TestRedisSemaphoreRenewalPutsBack: leases that vanished from Redis
+// while their holder runs are put back by the next renewal, which renews
+// the leases of every key, in whatever slots, in one pipeline.
 func TestRedisSemaphoreRenewalPutsBack(t *testing.T) {
 	t.Parallel()
-	c := redisClient(t)
-	prefix := testenv.Prefix(t) + ":"
+	onRedis(t, testRedisSemaphoreRenewalPutsBack)
+}
+
+func testRedisSemaphoreRenewalPutsBack(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
+	c := newClient()
+	ctx := context.Background()
 	s, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: prefix, Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(context.Background()); err != nil {
+	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Stop(context.Background())
-	p, ok := tryAcquire(t, s, "acme", 5)
-	if !ok {
-		t.Fatal("refused")
+	defer s.Stop(ctx)
+	tenants := []string{"acme", "globex", "initech", "umbrella", "hooli", "stark"}
+	slots := map[int]bool{}
+	for _, tn := range tenants {
+		slots[keyslot.Slot("sem:"+prefix+tn)] = true
 	}
-	key := "sem:" + prefix + "acme"
-	if err := c.Del(context.Background(), key).Err(); err != nil {
-		t.Fatal(err)
+	if len(slots) < 2 {
+		t.Fatalf("the keys of %v share a slot; the test wants several", tenants)
 	}
-	eventually(t, 3*time.Second, "the lease put back", func() bool { return c.ZCard(context.Background(), key).Val() == 1 })
-	p.Release()
-	eventually(t, 3*time.Second, "the released lease removed", func() bool { return c.Exists(context.Background(), key).Val() == 0 })
+	var permits []throttle.Permit
+	for _, tn := range tenants {
+		p, ok := tryAcquire(t, s, tn, 5)
+		if !ok {
+			t.Fatal("refused")
+		}
+		permits = append(permits, p)
+		if err := c.Del(ctx, "sem:"+prefix+tn).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() (n int64) {
+		for _, tn := range tenants {
+			n += c.ZCard(ctx, "sem:"+prefix+tn).Val()
+		}
+		return n
+	}
+	eventually(t, 3*time.Second, "the leases put back", func() bool { return count() == int64(len(tenants)) })
+	for _, p := range permits {
+		p.Release()
+	}
+	eventually(t, 3*time.Second, "the released leases removed", func() bool { return count() == 0 })
 }
 
 func TestRedisSemaphoreUnstarted(t *testing.T) {
 	t.Parallel()
-	c := redisClient(t)
-	prefix := testenv.Prefix(t) + ":"
+	onRedis(t, testRedisSemaphoreUnstarted)
+}
+
+func testRedisSemaphoreUnstarted(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
+	c := newClient()
 	s, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)

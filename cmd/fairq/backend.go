@@ -8,11 +8,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairq/fairq/config"
+	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/queue"
 )
 
-// openBackend returns the queue backend the configuration names.
+// openBackend returns the queue backend the configuration names, sending
+// each message in its tenant's group when sqs.message_group_id is tenant:
+// every role opens its backend here, so that every send of a message (the
+// gateway's, each move of the worker, a redrive) carries the group.
 func openBackend(ctx context.Context, cfg config.Config, logger *slog.Logger, reg prometheus.Registerer) (queue.Backend, error) {
+	b, err := openStore(ctx, cfg, logger, reg)
+	if err != nil || cfg.SQS.MessageGroupID != config.MessageGroupTenant {
+		return b, err
+	}
+	return queue.NewGrouped(b, envelope.AttrTenant), nil
+}
+
+// openStore returns the queue backend itself.
+func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg prometheus.Registerer) (queue.Backend, error) {
 	switch cfg.Backend {
 	case config.BackendSQS:
 		b, err := queue.NewSQS(ctx, queue.SQSConfig{

@@ -19,8 +19,10 @@ import (
 // linker keeps every exported method of every type in an interface (they
 // took the binary from 28 to 42 MB); gRPC, which an OTLP exporter can
 // pull in through the collector's generated services (with
-// golang.org/x/net/trace, and so html/template, behind it); and
-// goccy/go-json, whose encoder VMs are linked whether used or not.
+// golang.org/x/net/trace, and so html/template, behind it);
+// goccy/go-json, whose encoder VMs are linked whether used or not; and
+// the tests' OpenAPI validator and the helpers that hold it, for tests
+// only.
 var serverForbidden = []string{
 	"gonum.org/v1/plot",
 	"github.com/fairq/fairq/sharding/sim",
@@ -29,10 +31,14 @@ var serverForbidden = []string{
 	"text/template",
 	"google.golang.org/grpc",
 	"github.com/goccy/go-json",
+	"github.com/pb33f",
+	"github.com/fairq/fairq/gateway/gatewaytest",
+	"github.com/fairq/fairq/gateway/openapitest",
 }
 
 // TestServerDependencies: the server links none of serverForbidden, and
-// the check finds them where they are, in the simulator.
+// the check finds them where they are, in the simulator and in the
+// gateway's test helpers.
 func TestServerDependencies(t *testing.T) {
 	t.Parallel()
 	if got := forbiddenDeps(t, "."); len(got) > 0 {
@@ -42,6 +48,9 @@ func TestServerDependencies(t *testing.T) {
 	// check that found nothing anywhere would fail here.
 	if got := forbiddenDeps(t, "../fairq-sim"); !slices.Contains(got, "gonum.org/v1/plot") {
 		t.Errorf("fairq-sim: forbidden dependencies %v, want gonum.org/v1/plot among them", got)
+	}
+	if got := forbiddenDeps(t, "../../gateway/openapitest"); !slices.Contains(got, "github.com/pb33f/libopenapi-validator") {
+		t.Errorf("openapitest: forbidden dependencies %v, want github.com/pb33f/libopenapi-validator among them", got)
 	}
 }
 

@@ -87,6 +87,9 @@ func devRun(ctx context.Context, e env, o devOptions, cfg config.Config, demoKey
 	if err != nil {
 		return err
 	}
+	if err := s.withTracing(ctx, e); err != nil {
+		return err
+	}
 	var h consumer.Handler = consumer.NewLogHandler(logger)
 	if o.pushURL != "" {
 		if h, err = s.pushHandler(o.pushURL); err != nil {
@@ -122,12 +125,15 @@ func runGateway(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	logger := newLogger(e, cfg, false)
-	return logFailure(logger, gatewayRun(ctx, cfg, logger))
+	return logFailure(logger, gatewayRun(ctx, e, cfg, logger))
 }
 
-func gatewayRun(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+func gatewayRun(ctx context.Context, e env, cfg config.Config, logger *slog.Logger) error {
 	s, err := newSystem(ctx, roleGateway, cfg, logger)
 	if err != nil {
+		return err
+	}
+	if err := s.withTracing(ctx, e); err != nil {
 		return err
 	}
 	if err := s.withGateway(); err != nil {
@@ -146,12 +152,15 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	logger := newLogger(e, cfg, false)
-	return logFailure(logger, workerRun(ctx, cfg, logger))
+	return logFailure(logger, workerRun(ctx, e, cfg, logger))
 }
 
-func workerRun(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+func workerRun(ctx context.Context, e env, cfg config.Config, logger *slog.Logger) error {
 	s, err := newSystem(ctx, roleWorker, cfg, logger)
 	if err != nil {
+		return err
+	}
+	if err := s.withTracing(ctx, e); err != nil {
 		return err
 	}
 	h, err := s.pushHandler(cfg.Worker.PushURL)

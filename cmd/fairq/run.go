@@ -68,6 +68,8 @@ type env struct {
 	stdin   io.Reader
 	stdout  io.Writer
 	stderr  io.Writer
+	// traceExporter replaces the OTLP exporter when tracing is on (tests).
+	traceExporter traceExporter
 }
 
 // run is the whole program; main only adds the process's context, streams

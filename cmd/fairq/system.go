@@ -22,6 +22,7 @@ import (
 	"github.com/fairq/fairq/fleet"
 	"github.com/fairq/fairq/gateway"
 	"github.com/fairq/fairq/internal/degrade"
+	"github.com/fairq/fairq/internal/telemetry"
 	"github.com/fairq/fairq/overview"
 	"github.com/fairq/fairq/parking"
 	"github.com/fairq/fairq/queue"
@@ -115,6 +116,9 @@ type system struct {
 
 	// started holds what Start started, in order; Stop stops it in reverse.
 	started []component
+	// tracing is the process's tracer provider (see withTracing); off
+	// when nil or when the environment asks for no exporter.
+	tracing *telemetry.Provider
 }
 
 // newSystem builds the parts shared by every role: metrics, backend, Redis,
@@ -389,6 +393,7 @@ func (s *system) withGateway() error {
 		Logger:                 s.logger,
 		Registerer:             s.registry,
 		Gatherer:               s.registry,
+		TracerProvider:         s.tracerProvider(),
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -403,7 +408,12 @@ func (s *system) withGateway() error {
 // process.
 func (s *system) workerLimiter() (consumer.Limiter, error) {
 	var err error
-	s.fleet, err = fleet.New(fleet.Config{Redis: s.redisOrNil(), Prefix: s.keyPrefix(), ID: s.instance, Logger: s.logger, Registerer: s.registry, RedisMetrics: s.degrade})
+	s.fleet, err = fleet.New(fleet.Config{
+		Redis: s.redisOrNil(), Prefix: s.keyPrefix(), ID: s.instance, Logger: s.logger, Registerer: s.registry, RedisMetrics: s.degrade,
+		// The worker is made after its fleet registration, and started
+		// after it: the heartbeat asks it once it exists.
+		SaturatedFunc: func() bool { return s.worker != nil && s.worker.Saturated() },
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
@@ -468,6 +478,8 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 	return spillover.New(cfg)
 }
 
+var _ consumer.Fleet = (*fleet.Fleet)(nil)
+
 // withWorker adds the consumer daemon with the given handler.
 func (s *system) withWorker(h consumer.Handler) error {
 	w := s.cfg.Worker
@@ -493,8 +505,11 @@ func (s *system) withWorker(h consumer.Handler) error {
 		Parking:                lot,
 		Backlog:                s.backlog,
 		ObserveFunc:            s.autoscaling.Observe,
+		Fleet:                  s.fleet,
+		WatchersPerQueue:       w.WatchersPerQueue,
 		Logger:                 s.logger,
 		Registerer:             s.registry,
+		TracerProvider:         s.tracerProvider(),
 	})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -651,6 +666,9 @@ func (s *system) Stop(ctx context.Context) error {
 		}
 	}
 	s.started = nil
+	if err := s.stopTracing(ctx); err != nil { // the parts made their last spans
+		errs = append(errs, err)
+	}
 	if s.push != nil {
 		s.push.Close() // idle connections to the application
 	}

@@ -153,9 +153,9 @@ func (c *Cluster) stop() {
 	os.RemoveAll(c.dir)
 }
 
-// clusterNodeTimeout is the nodes' cluster-node-timeout: how long a master
+// ClusterNodeTimeout is the nodes' cluster-node-timeout: how long a master
 // may not answer before its replica takes over.
-const clusterNodeTimeout = 2 * time.Second
+const ClusterNodeTimeout = 2 * time.Second
 
 // startCluster starts masters×(1+replicas) nodes and joins them.
 func startCluster(masters, replicas int) (*Cluster, error) {
@@ -231,10 +231,14 @@ func startClusterNode(bin, dir string, deadline time.Time) (string, *process, er
 		p, err := startProcess("redis-server "+addr, dir, nil, false, bin,
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+strconv.Itoa(port)+".conf",
-			"--cluster-node-timeout", strconv.FormatInt(clusterNodeTimeout.Milliseconds(), 10),
+			"--cluster-node-timeout", strconv.FormatInt(ClusterNodeTimeout.Milliseconds(), 10),
 			// A replica syncs at once (no wait for more replicas) and may
 			// always take over: a test kills a master soon after the start.
 			"--repl-diskless-sync-delay", "0", "--cluster-replica-validity-factor", "0",
+			// CLUSTER SLOTS lists a replica once its replication offset is
+			// past 0: at the first write or the master's first ping, 10 s
+			// after the start by default.
+			"--repl-ping-replica-period", "1",
 			"--save", "", "--appendonly", "no", "--dir", dir)
 		if err != nil {
 			return "", nil, err

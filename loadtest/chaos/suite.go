@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,7 +57,7 @@ func suite(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 			}
 		}
 	}
-	env := harness.Environment{Command: o.command, Machine: machine(), Version: version(ctx, bin), Commit: commit(ctx, root), Date: time.Now()}
+	env := harness.Environment{Command: o.command, Machine: machine(), Version: harness.BinaryVersion(ctx, bin), Commit: commit(ctx, root), Date: time.Now()}
 	report, err := harness.WriteChaosReport(out, results, env)
 	if err != nil {
 		return err
@@ -132,15 +131,6 @@ func machine() string {
 		desc = model + ", " + desc
 	}
 	return desc
-}
-
-// version asks the binary for its version.
-func version(ctx context.Context, bin string) string {
-	out, err := exec.CommandContext(ctx, bin, "version").Output()
-	if err != nil {
-		return "fairq (version unknown)"
-	}
-	return string(bytes.TrimSpace(out))
 }
 
 // commit names the source's commit, "+changes" when the work tree differs

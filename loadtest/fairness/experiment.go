@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -140,7 +138,7 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		}
 		results = append(results, sr)
 	}
-	env := harness.Environment{Command: o.command, Machine: machine(), Version: version(ctx, bin), Date: time.Now()}
+	env := harness.Environment{Command: o.command, Machine: machine(), Version: harness.BinaryVersion(ctx, bin), Date: time.Now()}
 	report, err := harness.WriteReport(out, results, env)
 	if err != nil {
 		return err
@@ -191,13 +189,4 @@ func machine() string {
 		}
 	}
 	return desc
-}
-
-// version asks the binary for its version.
-func version(ctx context.Context, bin string) string {
-	out, err := exec.CommandContext(ctx, bin, "version").Output()
-	if err != nil {
-		return "fairq (version unknown)"
-	}
-	return string(bytes.TrimSpace(out))
 }

@@ -2,9 +2,12 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -62,4 +65,14 @@ func WriteReport(dir string, rs []*ScenarioResult, env Environment) ([]byte, err
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// BinaryVersion asks a fairq binary for its version (`fairq version`), on
+// one line.
+func BinaryVersion(ctx context.Context, bin string) string {
+	out, err := exec.CommandContext(ctx, bin, "version").Output()
+	if err != nil {
+		return "fairq (version unknown)"
+	}
+	return strings.Join(strings.Split(string(bytes.TrimSpace(out)), "\n"), ", ")
 }

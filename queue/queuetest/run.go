@@ -25,7 +25,9 @@ type Options struct {
 	// queue.ErrReceiptHandle (fauxqs answers success and deletes nothing,
 	// as Amazon SQS does for an old handle); and a dead-lettered message
 	// starts again at receive count 1 (fauxqs keeps counting from the
-	// source queue).
+	// source queue); and a message's group id comes back in
+	// Message.GroupID (fauxqs keeps none on a standard queue, where Amazon
+	// SQS returns it).
 	Strict bool
 }
 
@@ -58,6 +60,7 @@ func RunWith(t *testing.T, open func(t *testing.T) queue.Backend, opts Options) 
 		{"BatchLimits", testBatchLimits},
 		{"OversizedEntryFailsAlone", testOversizedEntryFailsAlone},
 		{"TooManyAttributesFailsAlone", testTooManyAttributes},
+		{"GroupIDs", testGroupIDs},
 		{"Depth", testDepth},
 		{"Redrive", testRedrive},
 		{"CancelEndsLongPoll", testCancelEndsLongPoll},
@@ -761,4 +764,41 @@ func testConcurrentReceivers(s *suite) {
 		}
 	}
 	s.expectDepth(q, queue.Depth{})
+}
+
+// testGroupIDs: entries in a group and in none are sent and received
+// alike, with the group given back where the backend keeps it; a group id
+// SQS would refuse fails its entry alone, before any request.
+func testGroupIDs(s *suite) {
+	q := s.newQueue("groups", queue.Spec{})
+	res, err := s.b.Send(s.ctx, q, []queue.Entry{
+		{ID: "acme", Body: "a", GroupID: "acme"},
+		{ID: "none", Body: "n"},
+		{ID: "punct", Body: "p", GroupID: "t.e-n_a:n/t~1"},
+		{ID: "space", Body: "s", GroupID: "two words"},
+		{ID: "long", Body: "l", GroupID: strings.Repeat("g", queue.MaxGroupID+1)},
+	})
+	if err != nil {
+		s.t.Fatalf("Send: %v", err)
+	}
+	for i, wantErr := range []error{nil, nil, nil, queue.ErrInvalidEntry, queue.ErrInvalidEntry} {
+		if r := res[i]; !errors.Is(r.Err, wantErr) || (wantErr == nil) != (r.MessageID != "") {
+			s.t.Errorf("entry %q: %+v, want err %v", r.ID, r, wantErr)
+		}
+	}
+	got := make(map[string]string)
+	for _, m := range s.receiveN(q, 3, queue.ReceiveOptions{Visibility: 30 * time.Second}, 5*time.Second) {
+		got[m.Body] = m.GroupID
+	}
+	want := map[string]string{"a": "acme", "n": "", "p": "t.e-n_a:n/t~1"}
+	if !s.opts.Strict {
+		for body := range want {
+			if got[body] == "" {
+				want[body] = ""
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		s.t.Errorf("group id by body (-sent +received):\n%s", diff)
+	}
 }
