@@ -14,11 +14,14 @@
 GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS     ?= ./...
-FUZZTIME ?= 10s
-# Minimising each new input the fuzzer finds is bounded, so that a target
-# runs its FUZZTIME rather than stall in minimisation (a known hang of Go's
-# fuzzer).
-FUZZMINIMIZETIME ?= 1s
+# The fuzz smoke's budget is a number of executions, not a duration: with a
+# duration, Go's fuzz coordinator can report its own deadline as a failure
+# ("context deadline exceeded", no failing input) on a busy machine
+# (go.dev/issue/75804, fixed in Go 1.27). A count has no deadline to race.
+FUZZTIME ?= 20000x
+# Minimising each new input the fuzzer finds is bounded too, so that a
+# target cannot stall in minimisation.
+FUZZMINIMIZETIME ?= 200x
 
 # What `fairq version` prints and the worker's User-Agent names. The go
 # command stamps the revision itself in a clone (-buildvcs=auto, whatever

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,15 @@ func FuzzEnqueue(f *testing.F) {
 				t.Fatalf("202 without a message")
 			}
 		case http.StatusOK: // a repeated Idempotency-Key
+		case http.StatusUnprocessableEntity:
+			// The fuzzer reuses an Idempotency-Key with another message:
+			// refused with its stable code, and nothing enqueued.
+			if !strings.Contains(w.Body.String(), `"code":"idempotency_key_reused"`) {
+				t.Fatalf("422 for body %q: %s", body, w.Body)
+			}
+			if fx.depth(t) != before {
+				t.Fatalf("422, yet a message was enqueued")
+			}
 		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusTooManyRequests:
 			if fx.depth(t) != before {
 				t.Fatalf("%d, yet a message was enqueued", w.Code)
