@@ -43,13 +43,14 @@
 // Old work yields to fresh work. While fresh messages of T (not from the
 // backlog queue) keep coming to this worker (one within the last 5 s), a
 // message from the backlog queue (consumer.Message.Backlog) may use only
-// half of T's concurrency (at least one slot) and half of its
-// process_rate and process_burst (a bucket of its own, on top of T's
-// bucket, which it also takes a token of), so that while T's backlog
-// drains, T's fresh messages keep the other half and are not spilled
-// behind it. Over those halves it is spilled like any other message, and
-// the worker sends it back to the backlog queue. Once T has nothing but
-// old work, its backlog has T's whole limits.
+// what T's fresh messages leave of T's concurrency and process_rate (a
+// bucket of its own, on top of T's bucket, which it also takes a token
+// of): fresh work keeps its measured need with headroom, up to half of
+// each (Limiter.yieldTo), so that while T's backlog drains, T's fresh
+// messages are not spilled behind it, and what they do not use goes to
+// the backlog rather than idling. Over its part it is spilled like any
+// other message, and the worker sends it back to the backlog queue. Once
+// T has nothing but old work, its backlog has T's whole limits.
 //
 // Concurrency is checked first: a slot taken and given back costs nothing,
 // while a rate token taken for a message that then could not run would be

@@ -1,28 +1,54 @@
 package spillover
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // freshWindow is how long after a tenant's last fresh message (one not
-// from the backlog queue) its backlog messages still yield to fresh ones.
+// from the backlog queue) its backlog messages still yield to fresh ones,
+// and the time constant of its fresh arrival rate.
 const freshWindow = 5 * time.Second
 
-// fresh keeps when each tenant's latest fresh message came to this
-// worker, so that a tenant with nothing but old work left has its whole
-// limits for it.
-type fresh struct{ last *perTenant[struct{}] }
+// fresh keeps, per tenant, when its latest fresh message came to this
+// worker and how fast they come (a moving average over about freshWindow),
+// so that old work leaves fresh work the share of the limits it uses, and
+// a tenant with nothing but old work left has its whole limits for it.
+type fresh struct{ rate *perTenant[arrivals] }
+
+// arrivals is a moving average of a rate, per second, as of at.
+type arrivals struct {
+	perSecond float64
+	at        time.Time
+}
 
 func newFresh(now time.Time) fresh {
-	return fresh{newPerTenant[struct{}](freshWindow, now)}
+	return fresh{newPerTenant[arrivals](freshWindow, now)}
+}
+
+// decay is the weight left to an average freshWindow-long after d.
+func decay(d time.Duration) float64 {
+	return math.Exp(-d.Seconds() / freshWindow.Seconds())
 }
 
 // mark records a fresh message of tenant at now.
 func (f fresh) mark(tenant string, now time.Time) {
-	f.last.update(tenant, now, func(struct{}, bool) struct{} { return struct{}{} })
+	f.rate.update(tenant, now, func(a arrivals, ok bool) arrivals {
+		r := 0.0
+		if ok {
+			r = a.perSecond * decay(now.Sub(a.at))
+		}
+		return arrivals{r + 1/freshWindow.Seconds(), now}
+	})
 }
 
 // recent reports whether a fresh message of tenant came within
-// freshWindow of now.
-func (f fresh) recent(tenant string, now time.Time) bool {
-	_, at, ok := f.last.get(tenant)
-	return ok && now.Sub(at) <= freshWindow
+// freshWindow of now, and the rate at which they have been coming to this
+// worker, a second.
+func (f fresh) recent(tenant string, now time.Time) (perSecond float64, ok bool) {
+	a, _, ok := f.rate.get(tenant)
+	if !ok || now.Sub(a.at) > freshWindow {
+		return 0, false
+	}
+	return a.perSecond * decay(now.Sub(a.at)), true
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -196,15 +197,17 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	// Concurrency first: a slot taken and given back costs nothing, while
 	// a token taken for a message that then cannot run would be lost.
 	// Old work yields to fresh work of the same tenant, while there is any.
-	yield := false
+	var y yielding
 	if now := l.cfg.NowFunc(); m.Backlog {
-		yield = l.fresh.recent(id, now)
+		if perSecond, recent := l.fresh.recent(id, now); recent {
+			y = l.yieldTo(id, perSecond, lim)
+		}
 	} else {
 		l.fresh.mark(id, now)
 	}
 	concurrency := lim.Concurrency
-	if yield {
-		concurrency = max(1, concurrency/2)
+	if y.on {
+		concurrency = y.concurrency
 	}
 	permit, ok, err := l.cfg.Semaphore.TryAcquire(ctx, concurrencyKey(id), concurrency)
 	if err != nil {
@@ -213,9 +216,8 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	if !ok {
 		return l.spill(label, id, ReasonConcurrency, l.concurrencyWait(id, lim.Concurrency)), nil
 	}
-	if yield {
-		half := throttle.Limit{Rate: lim.ProcessRate / 2, Burst: max(1, lim.ProcessBurst/2)}
-		if v, err := l.rate(ctx, label, id, backlogKey(id), half); err != nil || v.Action != consumer.Dispatch {
+	if y.on && !y.rate.Unlimited() {
+		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate); err != nil || v.Action != consumer.Dispatch {
 			permit.Release()
 			return v, err
 		}
@@ -238,6 +240,45 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		took := end.Sub(start)
 		l.jobs.observe(id, took, end)
 	}}, nil
+}
+
+// yielding is what a tenant's old work may use while fresh work of the
+// tenant comes: at most concurrency jobs of the tenant in flight (fresh
+// ones included), and tokens of its own bucket at rate, on top of the
+// tenant's.
+type yielding struct {
+	on          bool
+	concurrency int
+	rate        throttle.Limit
+}
+
+// freshHeadroom is the margin over fresh work's measured need that old
+// work leaves it: a burst of fresh messages above their average rate
+// still finds a slot and a token.
+const freshHeadroom = 1.5
+
+// yieldTo returns what the old work of a tenant may use while its fresh
+// messages come at perSecond to this worker: the limits less what the
+// fresh ones need (their rate over the fleet, and that rate times the
+// mean job time in slots, with headroom), and never less than half. So
+// fresh work is served first, and the limits fresh work leaves unused go
+// to the old, where a fixed half left them idle: a tenant whose backlog
+// drains while a trickle of new messages comes keeps to its limits, not
+// to half of them. Until a job time is known, old work has half the
+// slots.
+func (l *Limiter) yieldTo(id string, perSecond float64, lim tenant.Resolved) yielding {
+	fleetRate := perSecond / throttle.Share(l.cfg.FleetSizeFunc())
+	reserve := lim.Concurrency / 2
+	if mean, ok := l.jobs.of(id); ok {
+		need := int(math.Ceil(freshHeadroom*fleetRate*mean.Seconds())) + 1
+		reserve = min(reserve, need)
+	}
+	y := yielding{on: true, concurrency: max(1, lim.Concurrency-reserve)}
+	if lim.ProcessRate > 0 && !math.IsInf(lim.ProcessRate, 1) {
+		left := lim.ProcessRate - min(lim.ProcessRate/2, freshHeadroom*fleetRate+1)
+		y.rate = throttle.Limit{Rate: left, Burst: max(1, int(float64(lim.ProcessBurst)*left/lim.ProcessRate))}
+	}
+	return y
 }
 
 // tenantState returns the state of a tenant, none for a message without

@@ -3,6 +3,7 @@ package spillover_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -226,18 +227,59 @@ func TestLimiterVerdicts(t *testing.T) {
 			},
 		},
 		{
-			name:    "while fresh work comes, old work takes at most half of the rate",
+			name:    "while fresh work comes, old work has the concurrency it leaves",
+			tenants: map[string]tenant.Limits{"acme": limits(1000, 1000, 10)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				// Jobs take 1 s, and fresh messages came at 1 in 5 s: they
+				// need 1 slot, 2 with headroom; old work has the other 8.
+				{advance: time.Second, done: 1},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: spill("concurrency", 2500*ms)},
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: dispatch},
+				{tenant: "acme", want: spill("concurrency", 2600*ms)},
+			},
+		},
+		{
+			name:    "while fresh work comes, old work has the rate it leaves",
 			tenants: map[string]tenant.Limits{"acme": limits(10, 4, 100)},
 			steps: []step{
 				{tenant: "acme", want: dispatch},
+				// One fresh message in 5 s: fresh work needs 0.2 a second,
+				// 1.3 with headroom; old work has 8.7 of the 10, a bucket
+				// of 3.
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
-				{tenant: "acme", old: true, want: spill("rate", 200*ms)}, // its own turn at 5 a second
-				{tenant: "acme", want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: spill("rate", 114942529*time.Nanosecond)}, // its own turn at 8.7 a second
 				{tenant: "acme", want: spill("rate", 100*ms)},
-				{advance: 200 * ms, tenant: "acme", old: true, want: dispatch},
-				{tenant: "acme", want: dispatch},
+				{advance: 100 * ms, tenant: "acme", want: dispatch},
 			},
+		},
+		{
+			name:    "while fresh work comes fast, old work takes at most half of the rate",
+			tenants: map[string]tenant.Limits{"acme": limits(10, 20, 100)},
+			steps: slices.Concat(
+				slices.Repeat([]step{{tenant: "acme", want: dispatch}}, 15), // 3 a second over 5 s
+				[]step{
+					// Fresh work needs 3 a second, 5.5 with headroom: more
+					// than half, so old work has half, a bucket of 10; 5
+					// tokens are left.
+					{tenant: "acme", old: true, want: dispatch},
+					{tenant: "acme", old: true, want: dispatch},
+					{tenant: "acme", old: true, want: dispatch},
+					{tenant: "acme", old: true, want: dispatch},
+					{tenant: "acme", old: true, want: dispatch},
+					{tenant: "acme", old: true, want: spill("rate", 100*ms)},
+				}),
 		},
 		{
 			name:    "a tenant of concurrency 1 still works its old messages",
