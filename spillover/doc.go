@@ -44,9 +44,9 @@
 // backlog queue) keep coming to this worker (one within the last 5 s), a
 // message from the backlog queue (consumer.Message.Backlog) may use only
 // what T's fresh messages leave of T's concurrency and process_rate (a
-// bucket of its own, on top of T's bucket, which it also takes a token
-// of): fresh work keeps its measured need with headroom, up to half of
-// each (Limiter.yieldTo), so that while T's backlog drains, T's fresh
+// semaphore and a bucket of its own, on top of T's, which it also takes a
+// slot and a token of): fresh work keeps its measured need with headroom,
+// up to half of each (Limiter.yieldTo), so that while T's backlog drains, T's fresh
 // messages are not spilled behind it, and what they do not use goes to
 // the backlog rather than idling. Over its part it is spilled like any
 // other message, and the worker sends it back to the backlog queue. Once

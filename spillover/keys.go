@@ -11,5 +11,11 @@ func processKey(tenant string) string { return "process:" + tenant }
 func concurrencyKey(tenant string) string { return "concurrency:" + tenant }
 
 // backlogKey is the key of the bucket that holds a tenant's messages from
-// the backlog queue to half its process_rate, on top of processKey.
+// the backlog queue to what its fresh messages leave of its process_rate,
+// on top of processKey.
 func backlogKey(tenant string) string { return "process-backlog:" + tenant }
+
+// backlogConcurrencyKey is the key of the semaphore that holds a tenant's
+// messages from the backlog queue to what its fresh messages leave of its
+// concurrency, on top of concurrencyKey.
+func backlogConcurrencyKey(tenant string) string { return "concurrency-backlog:" + tenant }

@@ -205,16 +205,9 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	} else {
 		l.fresh.mark(id, now)
 	}
-	concurrency := lim.Concurrency
-	if y.on {
-		concurrency = y.concurrency
-	}
-	permit, ok, err := l.cfg.Semaphore.TryAcquire(ctx, concurrencyKey(id), concurrency)
-	if err != nil {
-		return l.failed(label, id, err)
-	}
-	if !ok {
-		return l.spill(label, id, ReasonConcurrency, l.concurrencyWait(id, lim.Concurrency)), nil
+	permit, v, err := l.acquire(ctx, label, id, lim.Concurrency, y)
+	if err != nil || v.Action != consumer.Dispatch {
+		return v, err
 	}
 	if y.on && !y.rate.Unlimited() {
 		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate); err != nil || v.Action != consumer.Dispatch {
@@ -222,7 +215,7 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 			return v, err
 		}
 	}
-	v, err := l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst})
+	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst})
 	if err != nil || v.Action != consumer.Dispatch {
 		permit.Release()
 		return v, err
@@ -242,10 +235,45 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	}}, nil
 }
 
+// slots are the concurrency permits a dispatched message holds: its
+// tenant's, and for old work while fresh work comes, the old work's own.
+type slots struct{ tenant, old throttle.Permit }
+
+// Release gives both back; the zero Permit's Release does nothing.
+func (s slots) Release() {
+	s.tenant.Release()
+	s.old.Release()
+}
+
+// acquire takes a concurrency slot of tenant id, and for old work while
+// fresh work comes (y.on) one of the old work's own semaphore first: a
+// Dispatch verdict when it got them, otherwise the spill to wait for one.
+func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int, y yielding) (slots, consumer.Verdict, error) {
+	var s slots
+	ok := true
+	var err error
+	if y.on {
+		s.old, ok, err = l.cfg.Semaphore.TryAcquire(ctx, backlogConcurrencyKey(id), y.concurrency)
+	}
+	if ok && err == nil {
+		s.tenant, ok, err = l.cfg.Semaphore.TryAcquire(ctx, concurrencyKey(id), concurrency)
+	}
+	switch {
+	case err != nil:
+		s.Release()
+		v, err := l.failed(label, id, err)
+		return slots{}, v, err
+	case !ok:
+		s.Release()
+		return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(id, concurrency)), nil
+	}
+	return s, consumer.Verdict{Action: consumer.Dispatch}, nil
+}
+
 // yielding is what a tenant's old work may use while fresh work of the
-// tenant comes: at most concurrency jobs of the tenant in flight (fresh
-// ones included), and tokens of its own bucket at rate, on top of the
-// tenant's.
+// tenant comes: at most concurrency old jobs in flight (a semaphore of
+// their own, on top of the tenant's), and tokens of its own bucket at
+// rate, on top of the tenant's.
 type yielding struct {
 	on          bool
 	concurrency int

@@ -207,10 +207,14 @@ func TestLimiterVerdicts(t *testing.T) {
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: spill("concurrency", 2500*ms)},
 				{tenant: "acme", want: dispatch},
-				{tenant: "acme", want: dispatch},
 				{tenant: "acme", want: spill("concurrency", 2500*ms)},
+				// An old job's end gives back both its slots.
+				{done: 2},
+				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: spill("concurrency", 2500*ms)},
 			},
 		},
 		{
