@@ -26,13 +26,20 @@ import (
 const SentinelMaster = "fairq"
 
 // The Sentinels' timing, short so that a failover takes a few seconds
-// rather than the better part of a minute.
+// rather than the better part of a minute (down-after-milliseconds is 30 s
+// by default).
 const (
 	// SentinelDownAfter is their down-after-milliseconds: how long the
 	// primary may not answer before a Sentinel holds it down and, with a
 	// second agreeing, they elect one of them to promote the replica. No
 	// promotion can happen sooner.
-	SentinelDownAfter = time.Second
+	//
+	// Not 1 s: a Sentinel that starts watching a primary, at its start or
+	// after a failover, counts the primary's silence from then but sends
+	// its first PING a second later (its PING period), and at 1 s the
+	// answer may come too late: the Sentinels then fail over the primary
+	// they have just promoted.
+	SentinelDownAfter = 2 * time.Second
 	// sentinelFailoverTimeout is their failover-timeout: a failover not
 	// done within it is given up, and the Sentinel that led it waits
 	// twice as long before it leads another of the same primary.
@@ -383,8 +390,11 @@ func (s *Sentinel) waitWatched(primary string, deadline time.Time) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("sentinel %s not watching %s with %d replicas and %d other sentinels within %v: %v",
-					a, primary, replicas, len(addrs)-1, startTimeout, err)
+				s.mu.Lock()
+				out := s.sentinels[a].out
+				s.mu.Unlock()
+				return fmt.Errorf("sentinel %s not watching %s with %d replicas and %d other sentinels within %v: %v; its output ends:\n%s",
+					a, primary, replicas, len(addrs)-1, startTimeout, err, out)
 			}
 			time.Sleep(20 * time.Millisecond) // polling another process
 		}
