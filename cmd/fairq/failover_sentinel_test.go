@@ -82,6 +82,10 @@ func runSentinelFailover(t *testing.T, topo *testenv.Sentinel, open bool) string
 	primary := topo.Primary(t)
 	topo.Kill(t, primary)
 	run.killedAt = time.Now()
+	// The first call to meet the dead primary fails only after go-redis
+	// has dialled it a few times, about a second: until then the gauges
+	// say nothing.
+	waitFor(t, 10*time.Second, "a worker's limits degraded", run.anyDegraded)
 	// Back once every worker's limits answer from Redis: their degraded
 	// gauges at 0 and staying there for longer than the cooldown after a
 	// failure, while the tenants' messages keep asking.
