@@ -36,8 +36,16 @@
 //     the window the target keeps its last value; before the first job it
 //     is not exported, rather than exported as a number that would scale
 //     the fleet on nothing.
-//   - Every worker reads the queues, every 10 s by default: about one
-//     GetQueueAttributes call per queue and interval per worker, and every
-//     worker exports the same values, so a policy may use any one, or the
-//     average.
+//   - The queues are read every 10 s by default, once for the whole fleet
+//     with Redis: the reading is shared there, and whichever worker finds
+//     it older than the interval takes a short lease and reads anew
+//     (package sharedpoll), so the fleet makes about N + 2
+//     GetQueueAttributes calls per interval whatever its size, where
+//     each worker used to. The others adopt the shared reading, at most
+//     about two intervals old. While Redis cannot be reached each worker
+//     reads the queues itself, says so once in the log and in
+//     fairq_redis_degraded{component="autoscaling"}, and
+//     fairq_backlog_readings_total{source} counts the readings taken
+//     (poll) and adopted (redis). Every worker exports the same values,
+//     so a policy may use any one, or the average.
 package fleet

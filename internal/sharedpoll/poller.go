@@ -55,11 +55,18 @@ type Config[T Reading] struct {
 	// Token names this process as the lease's owner; empty draws a
 	// random one.
 	Token string
-	// Interval is the age under which a shared reading is adopted rather
-	// than polled anew; the lease lives half of it, long enough to cover
-	// a poll, short enough to have expired when the next Poll finds the
+	// Interval is how often the caller polls, and the age under which a
+	// shared reading is adopted rather than polled anew unless MaxAge
+	// says otherwise; the lease lives half of it, long enough to cover a
+	// poll, short enough to have expired when the next Poll finds the
 	// reading old. Required.
 	Interval time.Duration
+	// MaxAge, if set, is the age under which a shared reading is adopted,
+	// at least half the interval and at most the interval: a little less
+	// than the interval lets the process that polled find its own
+	// reading old at its next tick, which comes an interval after the
+	// one before, give or take the scheduler. Zero uses Interval.
+	MaxAge time.Duration
 	// Keep is how long Redis keeps a shared reading; zero keeps it three
 	// intervals.
 	Keep time.Duration
@@ -90,6 +97,9 @@ func (c Config[T]) withDefaults() Config[T] {
 	if c.Keep == 0 {
 		c.Keep = 3 * c.Interval
 	}
+	if c.MaxAge == 0 {
+		c.MaxAge = c.Interval
+	}
 	if c.RedisTimeout == 0 {
 		c.RedisTimeout = c.Interval / 4
 	}
@@ -104,9 +114,9 @@ func (c Config[T]) validate() error {
 	if c.PollFunc == nil {
 		errs = append(errs, errors.New("no PollFunc"))
 	}
-	if c.Interval <= 0 || c.Keep < c.Interval || c.RedisTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("interval %v, keep %v, redis timeout %v: want 0 < interval ≤ keep, and a positive timeout",
-			c.Interval, c.Keep, c.RedisTimeout))
+	if c.Interval <= 0 || c.Keep < c.Interval || c.RedisTimeout <= 0 || c.MaxAge < c.Interval/2 || c.MaxAge > c.Interval {
+		errs = append(errs, fmt.Errorf("interval %v, max age %v, keep %v, redis timeout %v: want interval/2 ≤ max age ≤ interval ≤ keep, and positive durations",
+			c.Interval, c.MaxAge, c.Keep, c.RedisTimeout))
 	}
 	if c.Redis != nil && (c.Key == "" || c.LockKey == "" || c.Key == c.LockKey || c.EncodeFunc == nil || c.DecodeFunc == nil || c.Dependency == nil) {
 		errs = append(errs, errors.New("with Redis, two distinct keys, EncodeFunc, DecodeFunc and a Dependency are required"))
@@ -137,7 +147,7 @@ func New[T Reading](cfg Config[T]) (*Poller[T], error) {
 func (p *Poller[T]) Token() string { return p.cfg.Token }
 
 // Poll returns a reading as of at (unix ms, the caller's clock): the
-// shared one if it is younger than the interval; else a poll of this
+// shared one if it is younger than MaxAge; else a poll of this
 // process's, shared, if it takes the lease; else the shared one, older
 // (or None if there is none). Without Redis, or when Redis fails, it
 // polls. Its error is the poll's: a failure of Redis is the Dependency's
@@ -153,7 +163,7 @@ func (p *Poller[T]) Poll(ctx context.Context, at int64) (T, Source, error) {
 	if err != nil {
 		return p.fallback(ctx, err, at)
 	}
-	if found && at-cached.TakenAt() < p.cfg.Interval.Milliseconds() {
+	if found && at-cached.TakenAt() < p.cfg.MaxAge.Milliseconds() {
 		dep.OK(ctx)
 		return cached, Shared, nil
 	}

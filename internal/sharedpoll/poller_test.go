@@ -316,3 +316,45 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 }
+
+// TestPollMaxAge: a reading older than MaxAge, though younger than the
+// interval, is polled anew.
+func TestPollMaxAge(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.RedisTopologies()[0].Client(t)
+	prefix := testenv.Prefix(t)
+	var polls int64
+	p, err := sharedpoll.New(sharedpoll.Config[count]{
+		Redis: rdb, Key: prefix + ":reading", LockKey: prefix + ":reading-lock",
+		Interval: time.Second, MaxAge: 900 * time.Millisecond,
+		PollFunc: func(_ context.Context, at int64) (count, error) {
+			polls++
+			return count{at: at, n: polls}, nil
+		},
+		EncodeFunc: encode, DecodeFunc: decode, Dependency: degrade.New(degrade.Config{Component: "test"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UnixMilli()
+	for _, s := range []struct {
+		after      int64
+		want       int64
+		wantSource sharedpoll.Source
+	}{
+		{0, 1, sharedpoll.Polled},
+		{899, 1, sharedpoll.Shared},
+		{900, 1, sharedpoll.Shared}, // old, but the lease (half a second, in real time) is still held
+	} {
+		got, src, err := p.Poll(t.Context(), start+s.after)
+		if err != nil || got.n != s.want || src != s.wantSource {
+			t.Errorf("at +%d ms: reading %d from %v, %v; want %d from %v", s.after, got.n, src, err, s.want, s.wantSource)
+		}
+	}
+	if err := rdb.Del(t.Context(), prefix+":reading-lock").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, src, err := p.Poll(t.Context(), start+900); err != nil || got.n != 2 || src != sharedpoll.Polled {
+		t.Errorf("at +900 ms, the lease gone: reading %d from %v, %v; want a new poll", got.n, src, err)
+	}
+}
