@@ -19,6 +19,15 @@
 // whether this worker is in the registry, to the worker's receive loops,
 // which share the live queues by them (package consumer).
 //
+// A worker that stops leaves the registry as it stops receiving (Leave),
+// before its last jobs finish, and publishes its id on a Pub/Sub channel;
+// every Fleet listens there and beats at once on hearing it, and Changed
+// tells the receive loops that the workers changed. With one watcher per
+// queue, the queues of a stopping worker so pass to the others within a
+// Redis round trip, not when its jobs have finished and the others' next
+// heartbeat has come. A lost announcement costs only that wait: the
+// heartbeats find the change as before.
+//
 // Autoscaling computes fairq_backlog_per_instance and
 // fairq_backlog_target_per_instance as the EC2 Auto Scaling guidance for
 // SQS describes them: visible messages ÷ workers running, and acceptable

@@ -15,6 +15,11 @@ import (
 // heartbeat in the one key, which readers of the time round down.
 func workersKey(prefix string) string { return prefix + "fleet:workers" }
 
+// departuresChannel is the Pub/Sub channel on which a worker that leaves
+// the fleet publishes its id, so that the others look at the registry at
+// once.
+func departuresChannel(prefix string) string { return prefix + "fleet:departures" }
+
 // depthsKey holds the fleet's latest reading of the queues' visible
 // messages for autoscaling (JSON, see visibleReading), and depthsLockKey
 // the lease of the worker taking the next one. They contain a hash of the
