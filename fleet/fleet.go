@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -105,7 +106,10 @@ type Fleet struct {
 	abandoned atomic.Bool
 
 	// left is set by Leave: the heartbeat no longer registers the worker.
-	left atomic.Bool
+	// beating is held through a heartbeat, so that one under way when
+	// Leave comes cannot register the worker again after it left.
+	left    atomic.Bool
+	beating sync.Mutex
 	// beatNow asks the heartbeat loop for a heartbeat at once: another
 	// worker left.
 	beatNow chan struct{}
@@ -258,7 +262,9 @@ func (f *Fleet) Leave(ctx context.Context) error {
 	if f.cfg.Redis == nil {
 		return nil
 	}
+	f.beating.Lock()
 	f.left.Store(true)
+	f.beating.Unlock()
 	if err := f.cfg.Redis.ZRem(ctx, workersKey(f.cfg.Prefix), f.cfg.ID).Err(); err != nil {
 		return fmt.Errorf("fleet: leave: %w", err)
 	}
@@ -349,6 +355,8 @@ func (f *Fleet) run(ctx context.Context) {
 
 // beat records this worker's heartbeat and learns the fleet's workers.
 func (f *Fleet) beat(ctx context.Context) {
+	f.beating.Lock()
+	defer f.beating.Unlock()
 	if f.left.Load() {
 		return
 	}
