@@ -423,6 +423,9 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		SizeFunc:          s.fleet.Last,
 		AcceptableLatency: s.cfg.Worker.AcceptableLatency,
 		Slots:             s.cfg.Worker.Connections,
+		Redis:             s.redisOrNil(),
+		Prefix:            s.keyPrefix(),
+		RedisMetrics:      s.degrade,
 		Logger:            s.logger,
 		Registerer:        s.registry,
 	})
