@@ -58,6 +58,11 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		if o.backend != "auto" && o.backend != "sqs" {
 			return fmt.Errorf("fleet mode runs on the sqs backend, not %q", o.backend)
 		}
+		// Four workers stopped with SIGTERM take up to a long poll (20 s)
+		// to exit, longer than the short outage lasts.
+		if o.short {
+			return errors.New("fleet mode runs the full scenarios, not -short")
+		}
 		if topologies, err = parseTopologies(o.redis); err != nil {
 			return err
 		}
