@@ -58,7 +58,7 @@ func TestWorkConserve(t *testing.T) {
 		w.send(q, "conc", now, conc[i*len(conc)/2:(i+1)*len(conc)/2]...)
 		w.send(q, "rate", now, rt[i*len(rt)/2:(i+1)*len(rt)/2]...)
 	}
-	opts := workerOptions{connections: 10}
+	opts := workerOptions{} // worker.connections at its default, 50
 	started := time.Now()
 	a, b := w.startWorker(opts), w.startWorker(opts)
 	w.app.waitFor(t, busy*4, "every message processed", allDone(conc, rt))

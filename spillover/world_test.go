@@ -195,6 +195,9 @@ func (w *world) startWorker(o workerOptions) *worker {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if cfg.Pacer, err = throttle.NewRedisPacer(throttle.RedisConfig{Client: client, Prefix: w.prefix}); err != nil {
+			t.Fatal(err)
+		}
 		wk.sem, err = throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: client, Prefix: w.prefix, Lease: o.lease, Logger: log})
 		if err != nil {
 			t.Fatal(err)

@@ -459,6 +459,11 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Spilled messages come back at their tenant's rate, whichever
+		// workers spilled them: one line of turns in Redis.
+		if cfg.Pacer, err = throttle.NewRedisPacer(throttle.RedisConfig{Client: s.redis, Prefix: s.keyPrefix()}); err != nil {
+			return nil, err
+		}
 		s.semaphore, err = throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: s.redis, Prefix: s.keyPrefix(), Logger: s.logger})
 		if err != nil {
 			return nil, err
