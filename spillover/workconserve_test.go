@@ -27,6 +27,7 @@ var (
 	workConserve       = flag.Bool("workconserve", false, "measure how much of its limits a tenant with work waiting uses (about three minutes)")
 	workConserveWindow = flag.Duration("workconserve.window", 60*time.Second, "the window measured, after a warm-up of 5 s")
 	workConserveBurst  = flag.Int("workconserve.burst", 2, "process_burst of the rate-limited tenant")
+	workConserveSlots  = flag.Int("workconserve.connections", 50, "worker.connections of each worker")
 )
 
 func TestWorkConserve(t *testing.T) {
@@ -58,7 +59,7 @@ func TestWorkConserve(t *testing.T) {
 		w.send(q, "conc", now, conc[i*len(conc)/2:(i+1)*len(conc)/2]...)
 		w.send(q, "rate", now, rt[i*len(rt)/2:(i+1)*len(rt)/2]...)
 	}
-	opts := workerOptions{} // worker.connections at its default, 50
+	opts := workerOptions{connections: *workConserveSlots}
 	started := time.Now()
 	a, b := w.startWorker(opts), w.startWorker(opts)
 	w.app.waitFor(t, busy*4, "every message processed", allDone(conc, rt))
@@ -120,8 +121,8 @@ func TestWorkConserve(t *testing.T) {
 		fmt.Sprintf("| process_rate %v (burst %d), %v jobs | %d of %.0f started: **%.2f** | %d in 1 s (limit %d), %d in 10 s (limit %d) | %.2f |",
 			rate, burst, rateJob, inWindow, rate*window.Seconds(), rateUse, most1, bound1, most10, bound10, spilled("rate")/float64(len(rt))),
 	}
-	t.Logf("window %v after %v:\n| tenant | used in the window | most at the application | spills per message |\n|---|---|---|---|\n%s",
-		window, warmUp, strings.Join(rows, "\n"))
+	t.Logf("two workers of %d slots, window %v after %v:\n| tenant | used in the window | most at the application | spills per message |\n|---|---|---|---|\n%s",
+		*workConserveSlots, window, warmUp, strings.Join(rows, "\n"))
 
 	if peak > concurrency {
 		t.Errorf("%d of tenant conc ran at once, over its concurrency of %d", peak, concurrency)
