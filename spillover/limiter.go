@@ -60,7 +60,10 @@ type Pacer interface {
 	Reserve(ctx context.Context, key string, rate float64, earliest, horizon time.Duration) (time.Duration, error)
 }
 
-var _ Pacer = (*throttle.RedisPacer)(nil)
+var (
+	_ Pacer = (*throttle.RedisPacer)(nil)
+	_ Pacer = (*throttle.FailoverPacer)(nil)
+)
 
 // Config configures a Limiter.
 type Config struct {
@@ -92,10 +95,10 @@ type Config struct {
 	FleetSizeFunc func() int
 	// Pacer keeps the turns of spilled messages fleet-wide, one line per
 	// tenant and limit at the tenant's whole rate, so that they come back
-	// at that rate whichever workers spilled them: a throttle.RedisPacer
-	// for a fleet. Nil, and while it fails, each worker keeps its own
-	// turns at its share of the rate, which comes back slower than the
-	// rate when the workers did not spill alike.
+	// at that rate whichever workers spilled them: a throttle.FailoverPacer
+	// over a throttle.RedisPacer for a fleet. Nil, and when it fails, each
+	// worker keeps its own turns at its share of the rate, which comes
+	// back slower than the rate when the workers did not spill alike.
 	Pacer Pacer
 	// ConcurrencyDelay is the mean delay of a message spilled for
 	// concurrency; each gets a delay drawn uniformly between half and
