@@ -95,11 +95,11 @@ type Verdict struct {
 // spillover: drop and backlog ages, then the rate and concurrency limits
 // of package throttle). Nil runs everything.
 //
-// Admit must not block for long: it holds a worker slot; a Limiter that
+// Admit must not block for long: it holds a worker slot. A Limiter that
 // wants to wait a moment for a token or a slot answers Hold, and the
-// worker waits and asks again. An error is
-// logged and the message is dispatched (the Limiter applies its own
-// fail-open or fail-closed policy and returns a Spill when it wants one).
+// worker waits and asks again. An error is logged and the message is
+// dispatched (the Limiter applies its own fail-open or fail-closed policy
+// and returns a Spill when it wants one).
 type Limiter interface {
 	Admit(ctx context.Context, m *Message) (Verdict, error)
 }
