@@ -462,6 +462,23 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Spilled messages come back at their tenant's rate, whichever
+		// workers spilled them: one line of turns in Redis, each
+		// worker's own at its share while Redis is down.
+		pacer, err := throttle.NewRedisPacer(throttle.RedisConfig{Client: s.redis, Prefix: s.keyPrefix()})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Pacer, err = throttle.NewFailoverPacer(throttle.FailoverPacerConfig{
+			Primary:       pacer,
+			FleetSizeFunc: s.fleet.Last,
+			Component:     "worker_pacer",
+			Logger:        s.logger,
+			RedisMetrics:  s.degrade,
+		})
+		if err != nil {
+			return nil, err
+		}
 		s.semaphore, err = throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: s.redis, Prefix: s.keyPrefix(), Logger: s.logger})
 		if err != nil {
 			return nil, err
