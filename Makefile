@@ -51,7 +51,9 @@ test: deps
 
 deps: deps-redis deps-chromium deps-fauxqs deps-oapi-codegen deps-promtool deps-deploy
 
-# redis-cli (redis-tools) joins the nodes of the tests' Redis Cluster.
+# redis-cli (redis-tools) joins the nodes of the tests' Redis Cluster;
+# redis-server runs their Sentinels too (--sentinel), so Debian's
+# redis-sentinel package, a service around the same binary, is not needed.
 deps-redis:
 	@command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || { \
 	  echo "redis-server or redis-cli missing: installing Debian's redis-server and redis-tools"; \

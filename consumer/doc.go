@@ -10,7 +10,8 @@
 // over the fleet's registry, and follows the fleet's changes (assign.go,
 // share.go). For each message it asks the
 // Limiter (the per-tenant policy of package spillover: drop and backlog
-// ages, concurrency and rate), which may move it to another queue, claims
+// ages, concurrency and rate), which may move it to another queue or have
+// the worker hold it a moment for its tenant's next token or slot, claims
 // its id (package dedupe), runs the Handler under a heartbeat that keeps
 // the message invisible, and carries out the outcome: a delete on success, a later delivery with backoff on
 // failure, a delay on Retry-After, the dead-letter queue after MaxRetries

@@ -96,14 +96,24 @@ func (j *job) settledEarly(now time.Time) bool {
 	return false
 }
 
-// admit asks the Limiter whether the message runs now. It returns false if
-// the worker was killed meanwhile: the message is left as after a crash.
+// admit asks the Limiter whether the message runs now, holding the
+// message while it answers Hold. It returns false if the worker was
+// killed meanwhile (the message is left as after a crash) or, during a
+// hold, stopped (the message is given back).
 func (j *job) admit() (Verdict, bool) {
 	w, d := j.w, j.d
 	if w.cfg.Limiter == nil || d.task {
 		return Verdict{}, true // a periodic task belongs to no tenant: no limits
 	}
+	d.msg.Spare = w.slots.available()
 	v, err := w.cfg.Limiter.Admit(j.ctx, &d.msg)
+	for err == nil && v.Action == Hold {
+		if !j.hold(v) {
+			return Verdict{}, false
+		}
+		d.msg.Spare = w.slots.available()
+		v, err = w.cfg.Limiter.Admit(j.ctx, &d.msg)
+	}
 	if err == nil {
 		return v, true
 	}
@@ -115,6 +125,35 @@ func (j *job) admit() (Verdict, bool) {
 	// error that reaches here dispatches the message.
 	w.log.Warn("limiter failed: dispatching", "tenant", d.msg.Tenant, "id", d.msg.ID, "err", err)
 	return Verdict{}, true
+}
+
+// hold waits out a Hold verdict: until its Wake, its Delay, or the end
+// of the job's context. It reports whether the message is still to be
+// decided on: when the worker was killed it is left as after a crash,
+// and when the grace period of a stop is over it is given back.
+func (j *job) hold(v Verdict) bool {
+	w := j.w
+	start := w.cfg.NowFunc()
+	t := time.NewTimer(v.Delay)
+	select {
+	case <-v.Wake:
+	case <-t.C:
+	case <-j.ctx.Done():
+	}
+	t.Stop()
+	if v.Done != nil {
+		v.Done()
+	}
+	j.d.msg.Held += w.cfg.NowFunc().Sub(start)
+	switch {
+	case j.releasing():
+		j.release()
+		return false
+	case j.abandoned():
+		w.hb.remove(j.f)
+		return false
+	}
+	return true
 }
 
 // divert carries out a verdict that does not run the message now, and

@@ -39,6 +39,15 @@ const (
 	// parking), without counting a delivery: it waits in flight on the
 	// overflow queue until the tenant is resumed.
 	Park
+	// Hold keeps the message in its slot, unstarted, until Verdict.Wake
+	// is closed or Verdict.Delay has passed, then asks the Limiter again:
+	// its tenant's next token or slot comes within a moment, sooner than
+	// a spill could bring it back (SQS delays are whole seconds). Done,
+	// if not nil, is called when the hold ends, before the Limiter is
+	// asked again. A Limiter answers Hold only while Message.Spare says
+	// the worker has other slots free, and bounds Message.Held: the
+	// message keeps its slot and, through the heartbeat, its visibility.
+	Hold
 )
 
 // ReasonPurged is the Reason of a Drop for a purged message.
@@ -56,6 +65,8 @@ func (a Action) String() string {
 		return "drop"
 	case Park:
 		return "park"
+	case Hold:
+		return "hold"
 	}
 	return fmt.Sprintf("Action(%d)", int(a))
 }
@@ -63,14 +74,19 @@ func (a Action) String() string {
 // Verdict is a Limiter's decision about one message.
 type Verdict struct {
 	Action Action
-	// Delay is the DelaySeconds of a Spill or ToBacklog move, 0–900 s.
+	// Delay is the DelaySeconds of a Spill or ToBacklog move, 0–900 s;
+	// for a Hold, the longest it lasts.
 	Delay time.Duration
+	// Wake, for a Hold, ends it early when closed: the tenant's slot may
+	// be free. Nil waits out Delay.
+	Wake <-chan struct{}
 	// Reason labels a move in fairq_worker_spilled_total, e.g. "rate",
 	// "concurrency" or "aged".
 	Reason string
 	// Done, if not nil, is called once when a dispatched message's job
 	// ends, whatever its outcome: the place to release a concurrency
-	// permit. It is not called for other actions.
+	// permit. For a Hold, it is called when the hold ends. It is not
+	// called for other actions.
 	Done func()
 }
 
@@ -79,9 +95,11 @@ type Verdict struct {
 // spillover: drop and backlog ages, then the rate and concurrency limits
 // of package throttle). Nil runs everything.
 //
-// Admit must not block for long: it holds a worker slot. An error is
-// logged and the message is dispatched (the Limiter applies its own
-// fail-open or fail-closed policy and returns a Spill when it wants one).
+// Admit must not block for long: it holds a worker slot. A Limiter that
+// wants to wait a moment for a token or a slot answers Hold, and the
+// worker waits and asks again. An error is logged and the message is
+// dispatched (the Limiter applies its own fail-open or fail-closed policy
+// and returns a Spill when it wants one).
 type Limiter interface {
 	Admit(ctx context.Context, m *Message) (Verdict, error)
 }

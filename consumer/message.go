@@ -43,6 +43,13 @@ type Message struct {
 	// queue: old work, which a Limiter may give less room than fresh
 	// work of the same tenant.
 	Backlog bool
+	// Spare is how many of the worker's slots were free, besides the
+	// message's own, when it asked the Limiter; Held is how long the
+	// worker has held the message unstarted at the Limiter's word (Hold)
+	// in this delivery. A Limiter holds a message only while other work
+	// still finds slots, and for a moment in all.
+	Spare int
+	Held  time.Duration
 
 	// Task is set when the message is the firing of a periodic task.
 	Task *envelope.Task

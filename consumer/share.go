@@ -22,6 +22,24 @@ type Fleet interface {
 	Workers() (ids, saturated []string, registered bool)
 }
 
+// fleetLeaver is a Fleet that a stopping worker can leave at once, so
+// that the others take its queues while its last jobs finish rather than
+// after; *fleet.Fleet is one.
+type fleetLeaver interface {
+	Leave(ctx context.Context) error
+}
+
+// fleetNotifier is a Fleet that tells when its view of the workers
+// changed, so that the worker re-ranks the queues then rather than at
+// its next look (ShareInterval); *fleet.Fleet is one.
+type fleetNotifier interface {
+	Changed() <-chan struct{}
+}
+
+// leaveTimeout bounds the stopping worker's call to leave the fleet; the
+// worker's stop waits for it.
+const leaveTimeout = 2 * time.Second
+
 // sharing is how the worker shares the live queues with the fleet: which
 // it watches, and the loops it runs on each. Only Start and the share
 // loop touch it, one after the other.
@@ -74,23 +92,64 @@ func (w *Worker) hold(release func(int)) func(int) {
 	}
 }
 
-// share follows the fleet until ctx ends: every ShareInterval it reads the
-// fleet as the latest heartbeat found it and, if that changed, the live
-// queues this worker watches. It counts in loops.running, so that the
-// loops it starts are counted before the worker's stop waits for them.
+// changed returns the channel the fleet closes when its view changes, or
+// nil (which never fires) for a fleet that does not tell.
+func (s *sharing) changed() <-chan struct{} {
+	if n, ok := s.fleet.(fleetNotifier); ok {
+		return n.Changed()
+	}
+	return nil
+}
+
+// share follows the fleet until ctx ends: every ShareInterval, and as soon
+// as the fleet says it changed, it reads the fleet as the latest
+// heartbeat found it and, if that changed, the live queues this worker
+// watches. When ctx ends because the worker stops (not killed), it takes
+// the worker out of the fleet at once (leave). It counts in
+// loops.running, so that the loops it starts are counted before the
+// worker's stop waits for them.
 func (w *Worker) share(ctx, jobCtx context.Context) {
 	defer w.loops.running.Done()
 	t := time.NewTicker(w.cfg.ShareInterval)
 	defer t.Stop()
+	changed := w.sharing.changed()
 	for {
 		select {
 		case <-ctx.Done():
+			w.leave()
 			return
 		case <-t.C:
+		case <-changed:
 		}
+		// Asked before the view is read, so that a change after the read
+		// closes it.
+		changed = w.sharing.changed()
 		if v := w.sharing.view(); !v.equal(w.sharing.seen) {
 			w.rebalance(ctx, jobCtx, v)
 		}
+	}
+}
+
+// leave takes a stopping worker out of the fleet as it stops receiving,
+// unless it was killed (a crash leaves its registration to go stale).
+// Without it, its queues would have no watcher from the moment it stops
+// receiving until its last jobs finish and the others' next heartbeat
+// finds it gone: with worker.watchers_per_queue 1, a message sent there
+// meanwhile would wait that long. The others hear of it at once and
+// re-rank the queues; what its receives under way bring is given back.
+func (w *Worker) leave() {
+	l, ok := w.sharing.fleet.(fleetLeaver)
+	if !ok || w.runCtx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.runCtx), leaveTimeout)
+	defer cancel()
+	if err := l.Leave(ctx); err != nil {
+		w.log.Warn("could not leave the fleet registry as the worker stops; the others take its live queues once its registration is gone", "err", err)
+		return
+	}
+	if len(w.sharing.seen.workers) > 1 {
+		w.log.Info("left the fleet registry: the others take the live queues this worker watched", "queues", len(w.sharing.watched))
 	}
 }
 

@@ -81,7 +81,19 @@ type memberOpts struct {
 	connections int
 	redis       redis.UniversalClient // default: the pool's
 	handler     func(m *consumer.Message) error
+	// registryOnly gives the worker its fleet as a registry only: it
+	// neither leaves it as it stops nor hears of changes between
+	// heartbeats, as before workers announced their departure.
+	registryOnly bool
 }
+
+// registryOnly is a fleet as the consumer.Fleet interface has it, without
+// Leave and Changed.
+type registryOnly struct{ f *fleet.Fleet }
+
+func (r registryOnly) ID() string { return r.f.ID() }
+
+func (r registryOnly) Workers() (ids, saturated []string, registered bool) { return r.f.Workers() }
 
 // join starts a worker named id in the fleet; it is stopped (worker, then
 // registration) when the test ends, unless the test stopped it.
@@ -110,10 +122,14 @@ func (p *sharedPool) join(t *testing.T, id string, o memberOpts) *member {
 		}
 		return nil
 	})
+	var f consumer.Fleet = m.fleet
+	if o.registryOnly {
+		f = registryOnly{m.fleet}
+	}
 	w, err := consumer.New(consumer.Config{
 		Backend: p.b, Names: p.names, Handler: h, Logger: discard, Registerer: m.reg,
 		Connections: o.connections, ReceiveWait: shareWait,
-		Fleet: m.fleet, WatchersPerQueue: o.k, ShareInterval: 20 * time.Millisecond,
+		Fleet: f, WatchersPerQueue: o.k, ShareInterval: 20 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -492,5 +508,77 @@ func TestShareLostQueueGivesBack(t *testing.T) {
 	case got := <-p.seen:
 		t.Errorf("%s pushed %q from a queue it no longer watches", got.worker, got.body)
 	default:
+	}
+}
+
+// TestShareHandover: with one watcher per queue, a message sent to a
+// queue of a worker as it stops waits for another to take the queue. The
+// stopping worker leaves the fleet registry as it stops receiving and the
+// others hear of it at once, so the message waits about a receive; before
+// (registryOnly), the worker left only once its last job had finished,
+// and the others saw it at their next heartbeat: the message waited for
+// both.
+func TestShareHandover(t *testing.T) {
+	const hold = 3 * time.Second // the stopping worker's last job
+	gaps := map[bool]time.Duration{}
+	for _, announced := range []bool{true, false} {
+		t.Run(fmt.Sprintf("announced=%v", announced), func(t *testing.T) {
+			p := newSharedPool(t, "sqs", 6)
+			o := memberOpts{k: 1, registryOnly: !announced}
+			a := p.join(t, "worker-a", o)
+			b := p.join(t, "worker-b", o)
+			idC := pickID(t, "worker-c", func(id string) bool {
+				return len(consumer.Assign(p.names.Live, []string{"worker-a", "worker-b", id}, id, 1)) > 0
+			})
+			oc := o
+			oc.handler = func(m *consumer.Message) error {
+				if m.Body == "last job" {
+					time.Sleep(hold) // the job's work
+				}
+				return nil
+			}
+			c := p.join(t, idC, oc)
+			want := p.want(1, a, b, c)
+			settle(t, "three workers", want, a, b, c)
+			q := want[idC][0]
+
+			queuetest.Put(t, p.b, q, queuetest.Msg{Body: "last job", Tenant: "acme"})
+			if d := recv(t, p.seen, shareWait+shareSlack, "the last job"); d.worker != idC {
+				t.Fatalf("the last job went to %s, want %s, its queue's watcher", d.worker, idC)
+			}
+			left := make(chan struct{})
+			go func() {
+				defer close(left)
+				stop(t, c.w)
+				if err := c.fleet.Stop(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}()
+			// The send takes a round trip to the emulator: the stop has
+			// begun when the message is on the queue.
+			sent := time.Now()
+			queuetest.Put(t, p.b, q, queuetest.Msg{Body: "sent during the stop", Tenant: "acme"})
+			var d delivered
+			for d.body != "sent during the stop" {
+				d = recv(t, p.seen, hold+shareCatchUp, "the message sent during the stop")
+			}
+			if d.worker == idC {
+				t.Fatalf("%s pushed a message received after its stop began", idC)
+			}
+			gaps[announced] = d.at.Sub(sent)
+			t.Logf("a message sent to %s as %s stopped was pushed by %s after %v", q, idC, d.worker, gaps[announced].Round(time.Millisecond))
+			<-left
+		})
+	}
+	if t.Failed() {
+		return
+	}
+	// The stopping worker's last job takes hold: announced, the message
+	// does not wait for it; otherwise it does, and for a heartbeat more.
+	if gaps[true] > hold/2 {
+		t.Errorf("announced departure: the message waited %v, want well under the last job's %v", gaps[true], hold)
+	}
+	if gaps[false] < hold/2 {
+		t.Errorf("without the announcement the message waited only %v: the test no longer shows the gap it closes", gaps[false])
 	}
 }

@@ -3,15 +3,21 @@ package fleet
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
+	"github.com/fairq/fairq/internal/sharedpoll"
 	"github.com/fairq/fairq/queue"
 )
 
@@ -25,6 +31,11 @@ const (
 // windowBuckets is the number of parts of the window of processing times:
 // the mean forgets the oldest part at a time.
 const windowBuckets = 6
+
+// readConcurrency is how many queues a reading reads at once: the worker
+// that reads for the fleet reads N + 2 queues, and should be done well
+// within the half interval its lease lasts.
+const readConcurrency = 8
 
 // DepthReader reads a queue's approximate counts; queue.Backend is one.
 type DepthReader interface {
@@ -57,8 +68,24 @@ type AutoscalingConfig struct {
 	// Window is how far back processing times are averaged; zero uses
 	// WindowDefault.
 	Window time.Duration
+	// Redis, when set, shares the readings across the fleet: each
+	// Interval one worker reads the queues and the others adopt its
+	// reading (package sharedpoll), so that the fleet makes about one
+	// GetQueueAttributes call per queue and interval whatever its size.
+	// While Redis cannot be reached, each worker reads them itself. Nil:
+	// every worker reads them.
+	Redis redis.UniversalClient
+	// Prefix goes in front of every Redis key ("fairq:"), as the
+	// Fleet's.
+	Prefix string
+	// RedisMetrics are the process's fairq_redis_degraded and
+	// fairq_redis_fallback_total (degrade.NewMetrics), which the series of
+	// component="autoscaling" join: Redis unreachable, and each reading
+	// taken alone for want of it. Nil keeps them registered nowhere.
+	RedisMetrics *degrade.Metrics
 	// Logger receives a line when reading the queues starts failing and
-	// when it works again; nil discards.
+	// when it works again, and when sharing the readings does; nil
+	// discards.
 	Logger *slog.Logger
 	// Registerer receives the gauges; nil registers nothing.
 	Registerer prometheus.Registerer
@@ -112,20 +139,28 @@ func (c AutoscalingConfig) validate() error {
 // The visible messages are the ApproximateNumberOfMessages of the live
 // queues, the overflow and the backlog queue, read every Interval: all of
 // them wait for a worker (messages delayed in overflow are not visible and
-// do not count until their delay ends). The time per message is the mean
+// do not count until their delay ends). With Redis, one worker of the
+// fleet reads them each Interval and the others adopt its reading, under
+// two intervals old. The time per message is the mean
 // processing time of the jobs that ended within Window (fed through
 // Observe), divided by Slots, since a worker runs Slots messages at once.
 // The target is exported once a processing time is known, and kept while
 // no job ends.
 type Autoscaling struct {
-	cfg     AutoscalingConfig
-	backlog prometheus.Gauge
-	target  *prometheus.GaugeVec // no labels: absent until known
-	mean    *prometheus.GaugeVec
-	visible prometheus.Gauge
+	cfg      AutoscalingConfig
+	backlog  prometheus.Gauge
+	target   *prometheus.GaugeVec // no labels: absent until known
+	mean     *prometheus.GaugeVec
+	visible  prometheus.Gauge
+	readings *prometheus.CounterVec // source
+	sharer   *sharedpoll.Poller[visibleReading]
 
 	mu      sync.Mutex
 	buckets [windowBuckets]bucket
+
+	readMu   sync.Mutex // serialises refreshes; guards the fields below
+	readAt   int64      // unix ms of the reading under the gauges; 0 before the first
+	visibleN int        // its visible messages
 
 	failing bool // the latest read failed; the run goroutine's
 
@@ -164,10 +199,44 @@ func NewAutoscaling(cfg AutoscalingConfig) (*Autoscaling, error) {
 			Name: "fairq_backlog_visible_messages",
 			Help: "Visible messages of the live, overflow and backlog queues, as last read.",
 		}),
+		readings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_backlog_readings_total",
+			Help: "Readings of the queues' visible messages taken up by the autoscaling gauges, by source: poll (this worker read the queues) or redis (another worker's reading, shared).",
+		}, []string{"source"}),
+	}
+	for _, src := range []sharedpoll.Source{sharedpoll.Polled, sharedpoll.Shared} {
+		a.readings.WithLabelValues(src.String())
+	}
+	var err error
+	a.sharer, err = sharedpoll.New(sharedpoll.Config[visibleReading]{
+		Redis:    cfg.Redis,
+		Key:      depthsKey(cfg.Prefix, cfg.Queues),
+		LockKey:  depthsLockKey(cfg.Prefix, cfg.Queues),
+		Interval: cfg.Interval,
+		// The worker that read the queues must find its reading old at
+		// its next tick, an interval after the previous one began, give
+		// or take the scheduler: without the tenth of slack, a worker
+		// alone would read every other interval.
+		MaxAge:     cfg.Interval - cfg.Interval/10,
+		PollFunc:   a.read,
+		EncodeFunc: visibleReading.encode,
+		DecodeFunc: func(s string) (visibleReading, error) { return decodeVisibleReading(s, cfg.Queues) },
+		Dependency: degrade.New(degrade.Config{
+			Component: "autoscaling",
+			Metrics:   cfg.RedisMetrics,
+			Logger:    cfg.Logger,
+			Down:      "autoscaling: shared readings of the queues unavailable, this worker reads them itself",
+			Up:        "autoscaling: shared readings of the queues available again",
+			Cooldown:  -1, // asked once a refresh, at the refresh's pace
+		}),
+		Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: autoscaling: %w", err)
 	}
 	if reg := cfg.Registerer; reg != nil {
 		var errs []error
-		for _, c := range []prometheus.Collector{a.backlog, a.target, a.mean, a.visible} {
+		for _, c := range []prometheus.Collector{a.backlog, a.target, a.mean, a.visible, a.readings} {
 			errs = append(errs, reg.Register(c))
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -214,25 +283,87 @@ func (a *Autoscaling) MeanProcessing() (time.Duration, bool) {
 	return sum / time.Duration(n), true
 }
 
-// Refresh reads the queues and sets the gauges once; Start calls it every
-// Interval. On a read error the gauges keep their values.
+// Refresh takes a reading of the queues, this worker's or, with Redis, the
+// one the fleet shares, and sets the gauges once; Start calls it every
+// Interval. On a read error the gauges keep their values; while another
+// worker's first reading is under way, the backlog keeps the last one.
 func (a *Autoscaling) Refresh(ctx context.Context) error {
-	visible := 0
-	for _, q := range a.cfg.Queues {
-		d, err := a.cfg.Depths.Depth(ctx, q)
-		if err != nil {
-			return fmt.Errorf("depth of %s: %w", q, err)
-		}
-		visible += d.Visible
+	a.readMu.Lock()
+	defer a.readMu.Unlock()
+	r, source, err := a.sharer.Poll(ctx, a.cfg.Now().UnixMilli())
+	if err != nil {
+		return err
 	}
-	a.visible.Set(float64(visible))
-	a.backlog.Set(float64(visible) / float64(max(a.cfg.SizeFunc(), 1)))
+	if source != sharedpoll.None && r.At >= a.readAt {
+		a.readAt, a.visibleN = r.At, 0
+		for _, v := range r.Visible {
+			a.visibleN += int(v)
+		}
+		a.visible.Set(float64(a.visibleN))
+		a.readings.WithLabelValues(source.String()).Inc()
+	}
+	if a.readAt != 0 {
+		a.backlog.Set(float64(a.visibleN) / float64(max(a.cfg.SizeFunc(), 1)))
+	}
 	if mean, ok := a.MeanProcessing(); ok && mean > 0 {
 		perMessage := mean.Seconds() / float64(a.cfg.Slots)
 		a.mean.WithLabelValues().Set(mean.Seconds())
 		a.target.WithLabelValues().Set(a.cfg.AcceptableLatency.Seconds() / perMessage)
 	}
 	return nil
+}
+
+// read reads the visible messages of every queue: a reading as of at.
+func (a *Autoscaling) read(ctx context.Context, at int64) (visibleReading, error) {
+	r := visibleReading{At: at, Queues: a.cfg.Queues, Visible: make([]int64, len(a.cfg.Queues))}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	for i, q := range a.cfg.Queues {
+		g.Go(func() error {
+			d, err := a.cfg.Depths.Depth(ctx, q)
+			if err != nil {
+				return fmt.Errorf("depth of %s: %w", q, err)
+			}
+			r.Visible[i] = int64(d.Visible)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return visibleReading{}, err
+	}
+	return r, nil
+}
+
+// visibleReading is one reading of the queues' visible messages: what a
+// worker adopts, and the value it shares through Redis.
+type visibleReading struct {
+	At      int64    `json:"at"` // unix ms when the reading started
+	Queues  []string `json:"queues"`
+	Visible []int64  `json:"visible"` // ApproximateNumberOfMessages, by queue
+}
+
+// TakenAt is when the reading started, in unix milliseconds.
+func (r visibleReading) TakenAt() int64 { return r.At }
+
+func (r visibleReading) encode() string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // cannot happen: strings and integers
+	}
+	return string(b)
+}
+
+// decodeVisibleReading parses a shared reading and checks that it is of
+// these queues.
+func decodeVisibleReading(s string, queues []string) (visibleReading, error) {
+	var r visibleReading
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return visibleReading{}, fmt.Errorf("decode shared reading: %w", err)
+	}
+	if !slices.Equal(r.Queues, queues) || len(r.Visible) != len(queues) {
+		return visibleReading{}, fmt.Errorf("shared reading is of queues %q, not of these", r.Queues)
+	}
+	return r, nil
 }
 
 // Start reads the queues at once and every Interval until Stop: ctx only

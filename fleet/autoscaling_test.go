@@ -19,11 +19,13 @@ type depths struct {
 	mu      sync.Mutex
 	visible map[string]int
 	err     error
+	calls   int
 }
 
 func (d *depths) Depth(_ context.Context, q string) (queue.Depth, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.calls++
 	if d.err != nil {
 		return queue.Depth{}, d.err
 	}

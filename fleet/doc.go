@@ -19,6 +19,15 @@
 // whether this worker is in the registry, to the worker's receive loops,
 // which share the live queues by them (package consumer).
 //
+// A worker that stops leaves the registry as it stops receiving (Leave),
+// before its last jobs finish, and publishes its id on a Pub/Sub channel;
+// every Fleet listens there and beats at once on hearing it, and Changed
+// tells the receive loops that the workers changed. With one watcher per
+// queue, the queues of a stopping worker so pass to the others within a
+// Redis round trip, not when its jobs have finished and the others' next
+// heartbeat has come. A lost announcement costs only that wait: the
+// heartbeats find the change as before.
+//
 // Autoscaling computes fairq_backlog_per_instance and
 // fairq_backlog_target_per_instance as the EC2 Auto Scaling guidance for
 // SQS describes them: visible messages ÷ workers running, and acceptable
@@ -36,8 +45,16 @@
 //     the window the target keeps its last value; before the first job it
 //     is not exported, rather than exported as a number that would scale
 //     the fleet on nothing.
-//   - Every worker reads the queues, every 10 s by default: about one
-//     GetQueueAttributes call per queue and interval per worker, and every
-//     worker exports the same values, so a policy may use any one, or the
-//     average.
+//   - The queues are read every 10 s by default, once for the whole fleet
+//     with Redis: the reading is shared there, and whichever worker finds
+//     it older than the interval takes a short lease and reads anew
+//     (package sharedpoll), so the fleet makes about N + 2
+//     GetQueueAttributes calls per interval whatever its size, where
+//     each worker used to. The others adopt the shared reading, at most
+//     about two intervals old. While Redis cannot be reached each worker
+//     reads the queues itself, says so once in the log and in
+//     fairq_redis_degraded{component="autoscaling"}, and
+//     fairq_backlog_readings_total{source} counts the readings taken
+//     (poll) and adopted (redis). Every worker exports the same values,
+//     so a policy may use any one, or the average.
 package fleet

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,6 +104,18 @@ type Fleet struct {
 	// abandoned is set by a kill: the registration is left to go stale,
 	// as after a crash.
 	abandoned atomic.Bool
+
+	// left is set by Leave: the heartbeat no longer registers the worker.
+	// beating is held through a heartbeat, so that one under way when
+	// Leave comes cannot register the worker again after it left.
+	left    atomic.Bool
+	beating sync.Mutex
+	// beatNow asks the heartbeat loop for a heartbeat at once: another
+	// worker left.
+	beatNow chan struct{}
+	// changed is closed, and replaced, when a heartbeat finds the fleet
+	// changed (Changed).
+	changed atomic.Pointer[chan struct{}]
 }
 
 // New returns a Fleet; Start registers the worker.
@@ -112,13 +125,16 @@ func New(cfg Config) (*Fleet, error) {
 		return nil, err
 	}
 	f := &Fleet{
-		cfg: cfg,
+		cfg:     cfg,
+		beatNow: make(chan struct{}, 1),
 		workers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "fairq_fleet_workers",
 			Help: "Workers alive in the fleet, as last known: those whose heartbeat in Redis is recent; 1 without Redis.",
 		}),
 	}
 	f.setLast(1)
+	changed := make(chan struct{})
+	f.changed.Store(&changed)
 	if cfg.Redis == nil {
 		f.view.Store(&view{ids: []string{cfg.ID}, registered: true})
 	} else {
@@ -230,8 +246,78 @@ func (f *Fleet) Start(ctx context.Context) error {
 		return nil
 	}
 	f.beat(ctx)
+	sub := f.subscribe(ctx)
 	f.loops.Go(func() { f.run(ctx) })
+	f.loops.Go(func() { f.listen(ctx, sub) })
 	return nil
+}
+
+// Leave takes the worker out of the fleet at once, for good: its
+// heartbeats no longer register it, and the others, told at once (see
+// listen), re-rank the live queues without it at once rather than at
+// their next heartbeat. A stopping worker leaves when it stops receiving,
+// so that its queues pass to the others while its last jobs finish. Stop
+// must still be called. Without Redis it does nothing.
+func (f *Fleet) Leave(ctx context.Context) error {
+	if f.cfg.Redis == nil {
+		return nil
+	}
+	f.beating.Lock()
+	f.left.Store(true)
+	f.beating.Unlock()
+	if err := f.cfg.Redis.ZRem(ctx, workersKey(f.cfg.Prefix), f.cfg.ID).Err(); err != nil {
+		return fmt.Errorf("fleet: leave: %w", err)
+	}
+	if err := f.cfg.Redis.Publish(ctx, departuresChannel(f.cfg.Prefix), f.cfg.ID).Err(); err != nil {
+		return fmt.Errorf("fleet: announce leaving: %w", err)
+	}
+	return nil
+}
+
+// Changed returns a channel closed when a heartbeat finds the fleet's
+// workers, or which of them are saturated, changed since the one before:
+// the receive loops re-rank the live queues then (Workers) instead of at
+// their next look. Ask again after each close.
+func (f *Fleet) Changed() <-chan struct{} { return *f.changed.Load() }
+
+// subscribe listens for the workers that leave. Unless the first
+// heartbeat failed, it waits for Redis to confirm within a heartbeat, so
+// that a departure announced after Start returns is heard; if Redis does
+// not confirm, the subscription is made when Redis is back, and
+// heartbeats alone find departures meanwhile.
+func (f *Fleet) subscribe(ctx context.Context) *redis.PubSub {
+	sub := f.cfg.Redis.Subscribe(ctx, departuresChannel(f.cfg.Prefix))
+	if f.redis.Down() {
+		return sub
+	}
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.Heartbeat)
+	defer cancel()
+	_, _ = sub.Receive(cctx) // the confirmation, or the error heartbeats report
+	return sub
+}
+
+// listen asks for a heartbeat at once when another worker announces that
+// it left (Leave), until ctx ends.
+func (f *Fleet) listen(ctx context.Context, sub *redis.PubSub) {
+	defer func() { _ = sub.Close() }() // a closing connection has nothing to report
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			if m.Payload == f.cfg.ID {
+				continue
+			}
+			select {
+			case f.beatNow <- struct{}{}:
+			default: // one is asked for already
+			}
+		}
+	}
 }
 
 // Stop stops the heartbeat and takes the worker out of the fleet at once,
@@ -261,12 +347,19 @@ func (f *Fleet) run(ctx context.Context) {
 			return
 		case <-t.C:
 			f.beat(ctx)
+		case <-f.beatNow:
+			f.beat(ctx)
 		}
 	}
 }
 
 // beat records this worker's heartbeat and learns the fleet's workers.
 func (f *Fleet) beat(ctx context.Context) {
+	f.beating.Lock()
+	defer f.beating.Unlock()
+	if f.left.Load() {
+		return
+	}
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.Heartbeat)
 	defer cancel()
 	saturated := "0"
@@ -282,7 +375,11 @@ func (f *Fleet) beat(ctx context.Context) {
 	}
 	v := parseWorkers(res)
 	v.registered, v.at = slices.Contains(v.ids, f.cfg.ID), time.Now()
-	f.view.Store(&v)
+	was := f.view.Swap(&v)
+	if !slices.Equal(was.ids, v.ids) || !slices.Equal(was.saturated, v.saturated) || was.registered != v.registered {
+		next := make(chan struct{})
+		close(*f.changed.Swap(&next))
+	}
 	f.setLast(len(v.ids))
 	f.redis.OK(ctx, slog.Int("fleet_size", len(v.ids)))
 }

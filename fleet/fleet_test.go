@@ -298,3 +298,47 @@ func TestWorkersWithoutRedis(t *testing.T) {
 		t.Errorf("Workers() without Redis = %v, %v, %v; want [solo], none, registered", ids, saturated, ok)
 	}
 }
+
+// TestLeave: a worker that leaves is out of the registry at once, for
+// good, and the others hear of it at once rather than at their next
+// heartbeat, and say so through Changed.
+func TestLeave(t *testing.T) {
+	t.Parallel()
+	onRedis(t, testLeave)
+}
+
+func testLeave(t *testing.T, c redis.UniversalClient) {
+	prefix := testenv.Prefix(t) + ":"
+	// a's heartbeats are a minute apart: what it learns within the test,
+	// it learns from the announcement.
+	a := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "a", Heartbeat: time.Minute})
+	b := member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "b", Heartbeat: 20 * time.Millisecond})
+	member(t, fleet.Config{Redis: c, Prefix: prefix, ID: "c", Heartbeat: time.Minute})
+	// a's only heartbeat so far came before b and c joined: b's
+	// announcement makes it beat at once, and find c there.
+	changed := a.Changed()
+	if err := b.Leave(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	took := eventually(t, 5*time.Second, "a hears that b left", func() bool {
+		ids, _, _ := a.Workers()
+		return slices.Equal(ids, []string{"a", "c"})
+	})
+	t.Logf("a learned that b left %v after", took)
+	select {
+	case <-changed:
+	default:
+		t.Error("a's Changed channel not closed after the fleet changed")
+	}
+	// b beats every 20 ms, but no longer registers.
+	<-time.After(10 * 20 * time.Millisecond) // ten of b's heartbeats, to see none register it
+	ms, err := fleet.Members(t.Context(), c, prefix, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.ID == "b" {
+			t.Errorf("b registered again after it left: %+v", ms)
+		}
+	}
+}

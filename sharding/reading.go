@@ -14,6 +14,9 @@ type reading struct {
 	Depths []int64  `json:"depths"` // visible + not visible, by queue
 }
 
+// TakenAt is when the poll started, in unix milliseconds.
+func (r reading) TakenAt() int64 { return r.At }
+
 func (r reading) encode() string {
 	b, err := json.Marshal(r)
 	if err != nil {

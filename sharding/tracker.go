@@ -3,7 +3,6 @@ package sharding
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"math/bits"
 	mrand "math/rand/v2"
@@ -12,11 +11,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
+	"github.com/fairq/fairq/internal/sharedpoll"
 )
 
 // ErrStarted is returned by Start on a Tracker that was already started.
@@ -45,6 +44,7 @@ type Tracker struct {
 	nextMark int
 	readAt   int64 // unix ms of the adopted reading; 0 before the first
 	shared   *degrade.Dependency
+	sharer   *sharedpoll.Poller[reading]
 
 	loops lifecycle.Loops
 }
@@ -94,6 +94,23 @@ func NewTracker(cfg Config) (*Tracker, error) {
 			Up:        "shared queue depth readings available again",
 			Cooldown:  -1, // asked once a refresh, at the refresh's pace
 		}),
+	}
+	t.sharer, err = sharedpoll.New(sharedpoll.Config[reading]{
+		Redis:        cfg.Redis,
+		Key:          t.keys.depths,
+		LockKey:      t.keys.lock,
+		Token:        t.token,
+		Interval:     cfg.Interval,
+		Keep:         cfg.StaleAfter,
+		RedisTimeout: cfg.PollTimeout / 4,
+		PollFunc:     t.poll,
+		EncodeFunc:   reading.encode,
+		DecodeFunc:   func(s string) (reading, error) { return decodeReading(s, cfg.Queues) },
+		Dependency:   t.shared,
+		Logger:       cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	for i, q := range cfg.Queues {
 		t.gauges[i] = m.depth.WithLabelValues(q)
@@ -217,106 +234,28 @@ func (t *Tracker) Refresh(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.PollTimeout)
 	defer cancel()
 	at := t.mark(time.Now())
-	var err error
-	if t.cfg.Redis == nil {
-		err = t.refreshLocal(ctx, at)
-	} else {
-		err = t.refreshShared(ctx, at)
-	}
+	err := t.refreshShared(ctx, at)
 	t.updateStale(time.Now())
 	return err
 }
 
-func (t *Tracker) refreshLocal(ctx context.Context, at int64) error {
-	r, err := t.poll(ctx, at)
-	if err != nil {
-		return err
-	}
-	t.adopt(r, sourcePoll)
-	return nil
-}
-
-// refreshShared adopts the reading cached in Redis if it is younger than an
-// interval; otherwise it takes the refresh lock, polls and shares the
-// result. A tracker that loses the lock race adopts the cached reading,
-// older but the newest there is, and tries again on its next tick. The lock
-// lives half an interval: long enough to cover a poll, short enough to have
-// expired when the next tick finds the reading old.
+// refreshShared adopts the reading shared in Redis if it is younger than
+// an interval; otherwise it polls and shares the result if it takes the
+// refresh lock, or adopts the shared reading, older but the newest there
+// is, if another tracker holds it (package sharedpoll). Without Redis it
+// polls.
 func (t *Tracker) refreshShared(ctx context.Context, at int64) error {
-	rdb := t.cfg.Redis
-	// Redis gets a quarter of the refresh's time, so that a hung Redis
-	// leaves time to read the queues directly.
-	rctx, cancel := context.WithTimeout(ctx, t.cfg.PollTimeout/4)
-	defer cancel()
-	cached, found, err := t.load(rctx)
+	r, source, err := t.sharer.Poll(ctx, at)
 	if err != nil {
-		t.sharedFailed(ctx, err, true)
-		return t.refreshLocal(ctx, at)
-	}
-	if found && at-cached.At < t.cfg.Interval.Milliseconds() {
-		t.shared.OK(ctx)
-		t.adopt(cached, sourceRedis)
-		return nil
-	}
-	won, err := rdb.SetNX(rctx, t.keys.lock, t.token, t.cfg.Interval/2).Result()
-	if err != nil {
-		t.sharedFailed(ctx, err, true)
-		return t.refreshLocal(ctx, at)
-	}
-	t.shared.OK(ctx)
-	if !won {
-		if found {
-			t.adopt(cached, sourceRedis)
-		}
-		return nil
-	}
-	r, err := t.poll(ctx, at)
-	if err != nil {
-		// Let another tracker try at once rather than after the lock expires.
-		_ = unlockScript.Run(ctx, rdb, []string{t.keys.lock}, t.token).Err()
 		return err
 	}
-	t.adopt(r, sourcePoll)
-	wctx, cancel := context.WithTimeout(ctx, t.cfg.PollTimeout/4)
-	defer cancel()
-	if err := rdb.Set(wctx, t.keys.depths, r.encode(), t.cfg.StaleAfter).Err(); err != nil {
-		t.sharedFailed(ctx, err, false)
+	switch source {
+	case sharedpoll.Polled:
+		t.adopt(r, sourcePoll)
+	case sharedpoll.Shared:
+		t.adopt(r, sourceRedis)
 	}
 	return nil
-}
-
-// unlockScript deletes the lock KEYS[1] if ARGV[1] still owns it.
-var unlockScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return redis.call('DEL', KEYS[1])
-end
-return 0`)
-
-// load returns the reading cached in Redis; found is false when there is
-// none or it is not of this pool.
-func (t *Tracker) load(ctx context.Context) (r reading, found bool, err error) {
-	s, err := t.cfg.Redis.Get(ctx, t.keys.depths).Result()
-	if errors.Is(err, redis.Nil) {
-		return reading{}, false, nil
-	}
-	if err != nil {
-		return reading{}, false, err
-	}
-	r, err = decodeReading(s, t.cfg.Queues)
-	if err != nil {
-		t.cfg.Logger.Warn("ignoring shared queue depth reading", "key", t.keys.depths, "err", err)
-		return reading{}, false, nil
-	}
-	return r, true, nil
-}
-
-// sharedFailed records a failure of Redis; fallback says the refresh
-// reads the queues itself for want of it.
-func (t *Tracker) sharedFailed(ctx context.Context, err error, fallback bool) {
-	t.shared.Failed(ctx, err)
-	if fallback {
-		t.shared.Fallback()
-	}
 }
 
 // poll reads the depth of every queue of the pool.

@@ -16,29 +16,50 @@
 //     there, reason "aged", undelayed: old work must not hold up fresh
 //     work (see the worker's backlog loop). Neither takes a slot or a
 //     token.
-//   - Otherwise, if T has concurrency messages in progress fleet-wide, it is
+//   - Otherwise, if T has concurrency messages in progress fleet-wide, the
+//     message is held (below) while the worker has slots to spare, one
+//     message per slot of T's at this worker's share; otherwise it is
 //     spilled with a short jittered delay, uniform between half and one
 //     and a half Config.ConcurrencyDelay (1–3 s by default), reason
 //     "concurrency": soon enough that a slot freed is used, spread so that
 //     spilled messages do not all come back at once. When more of T's
 //     messages wait than its slots free up in that time, each gets
 //     instead its turn at the rate they free up (concurrency ÷ T's mean job
-//     time on this worker, at the worker's share), so that a deep backlog
-//     of a tenant held at its concurrency costs about one move per slot
-//     freed rather than one per waiting message every few seconds.
-//   - Otherwise, if T is over its process_rate, the message is spilled,
+//     time on this worker), so that a deep backlog of a tenant held at its
+//     concurrency costs about one move per slot freed rather than one per
+//     waiting message every few seconds.
+//   - Otherwise, if T is over its process_rate, the message is held when
+//     its token comes within its HoldMax (below); otherwise it is spilled,
 //     reason "rate", with the delay of its own turn: not before the rate
 //     limiter's wait for the next token, and 1/rate after the turn of the
-//     message spilled before it, capped at SQS's 900 s. Turns are kept by
-//     each worker at its share of the rate (process_rate ÷ fleet size), so
-//     spilled messages come back at about the tenant's rate instead of all
-//     at the next token, and each costs about one move while its tenant
-//     is behind. SQS delays are whole seconds, so they come back in
-//     clumps of about a second's worth: a tenant reaches its process_rate
-//     from the overflow queue when process_burst is at least process_rate
-//     × 1 s (the defaults have burst = rate).
+//     message spilled before it, capped at SQS's 900 s, so that spilled
+//     messages come back at the tenant's rate instead of all at the next
+//     token, and each costs about one move while its tenant is behind.
+//     SQS delays are whole seconds, so they come back in clumps of about
+//     a second's worth; those the bucket cannot take at once are held
+//     for their token.
 //   - Otherwise it runs, holding a concurrency slot until its job ends
 //     (Verdict.Done).
+//
+// Turns are kept fleet-wide with a Config.Pacer (a throttle.RedisPacer):
+// one line per tenant and limit, so that spilled messages come back at
+// the tenant's rate whichever workers spilled them. Without one, or while
+// it fails, each worker keeps its own line at its share (the rate ÷ the
+// fleet size), which comes back slower than the rate when the workers
+// did not spill alike: once the worker that spilled less has given out
+// its turns, the rest come back at the other's share alone.
+//
+// A spill costs whole seconds: SQS delays are whole seconds, and a slot
+// freed a moment after a spill stays idle until the message is back. So a
+// message whose token is due, or whose tenant's slot may free, within
+// Config.HoldMax (1 s by default, in all) is held instead
+// (consumer.Hold): it keeps its worker slot and its visibility, unstarted,
+// and is admitted again at its token, or when a job of its tenant ends on
+// this worker, or every 100 ms for a slot given back by another worker.
+// The worker holds a message only while it has other slots free
+// (consumer.Message.Spare), so that holding starves no other work; a
+// message held for HoldMax in all is spilled as above. Held messages are
+// counted in fairq_worker_tenant_held_total{tenant,reason}.
 //
 // Old work yields to fresh work. While fresh messages of T (not from the
 // backlog queue) keep coming to this worker (one within the last 5 s), a
@@ -46,9 +67,9 @@
 // what T's fresh messages leave of T's concurrency and process_rate (a
 // semaphore and a bucket of its own, on top of T's, which it also takes a
 // slot and a token of): fresh work keeps its measured need with headroom,
-// up to half of each (Limiter.yieldTo), so that while T's backlog drains, T's fresh
-// messages are not spilled behind it, and what they do not use goes to
-// the backlog rather than idling. Over its part it is spilled like any
+// up to half of each (Limiter.yieldTo), so that while T's backlog
+// drains, T's fresh messages are not spilled behind it, and what they do
+// not use goes to the backlog rather than idling. Over its part it is spilled like any
 // other message, and the worker sends it back to the backlog queue. Once
 // T has nothing but old work, its backlog has T's whole limits.
 //

@@ -31,6 +31,17 @@ const (
 const (
 	ConcurrencyDelayDefault = 2 * time.Second
 	MaxTenantLabelsDefault  = 100
+	HoldMaxDefault          = time.Second
+)
+
+// slotPoll is how often a message held for a concurrency slot asks
+// again: a slot given back by another worker is known only by asking.
+// slotPollFreed is how soon it asks again after a slot was given back on
+// this worker, which woke it: the semaphore's release may reach Redis a
+// moment after.
+const (
+	slotPoll      = 100 * time.Millisecond
+	slotPollFreed = 10 * time.Millisecond
 )
 
 // Tenants looks tenants up; *tenant.Registry is one.
@@ -42,6 +53,17 @@ type Tenants interface {
 }
 
 var _ Tenants = (*tenant.Registry)(nil)
+
+// Pacer hands out turns of a key at a rate from one line for the whole
+// fleet; *throttle.RedisPacer is one.
+type Pacer interface {
+	Reserve(ctx context.Context, key string, rate float64, earliest, horizon time.Duration) (time.Duration, error)
+}
+
+var (
+	_ Pacer = (*throttle.RedisPacer)(nil)
+	_ Pacer = (*throttle.FailoverPacer)(nil)
+)
 
 // Config configures a Limiter.
 type Config struct {
@@ -68,13 +90,26 @@ type Config struct {
 	// RedisSemaphore for a fleet, nil for a new throttle.LocalSemaphore.
 	Semaphore throttle.Semaphore
 	// FleetSizeFunc returns the number of workers sharing the limits, as
-	// fleet.Fleet.Last does; a worker paces the messages it spills for
-	// rate at its share of the tenant's rate. Nil counts one.
+	// fleet.Fleet.Last does; without a Pacer, a worker paces the messages
+	// it spills at its share of the tenant's rate. Nil counts one.
 	FleetSizeFunc func() int
+	// Pacer keeps the turns of spilled messages fleet-wide, one line per
+	// tenant and limit at the tenant's whole rate, so that they come back
+	// at that rate whichever workers spilled them: a throttle.FailoverPacer
+	// over a throttle.RedisPacer for a fleet. Nil, and when it fails, each
+	// worker keeps its own turns at its share of the rate, which comes
+	// back slower than the rate when the workers did not spill alike.
+	Pacer Pacer
 	// ConcurrencyDelay is the mean delay of a message spilled for
 	// concurrency; each gets a delay drawn uniformly between half and
 	// one and a half times it. Zero uses ConcurrencyDelayDefault.
 	ConcurrencyDelay time.Duration
+	// HoldMax is how long in all a message over its tenant's rate or
+	// concurrency may be held in the worker, unstarted (consumer.Hold),
+	// rather than spilled, when its token is due or a slot may free
+	// within that time and the worker has other slots free. Zero uses
+	// HoldMaxDefault; a negative HoldMax never holds.
+	HoldMax time.Duration
 	// MaxTenantLabels bounds the tenant label of the metrics: the first
 	// tenants of the registry seen get their own, up to this many, and
 	// the rest count as "other". Zero uses MaxTenantLabelsDefault.
@@ -109,6 +144,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.ConcurrencyDelay = cmp.Or(c.ConcurrencyDelay, ConcurrencyDelayDefault)
 	c.MaxTenantLabels = cmp.Or(c.MaxTenantLabels, MaxTenantLabelsDefault)
+	c.HoldMax = cmp.Or(c.HoldMax, HoldMaxDefault)
 	return c
 }
 
@@ -122,6 +158,9 @@ func (c Config) validate() error {
 	}
 	if c.DropAge < 0 || c.BacklogAge < 0 {
 		errs = append(errs, fmt.Errorf("drop age %v and backlog age %v must not be negative", c.DropAge, c.BacklogAge))
+	}
+	if c.HoldMax > queue.MaxDelay {
+		errs = append(errs, fmt.Errorf("hold max %v is over %v", c.HoldMax, queue.MaxDelay))
 	}
 	if c.MaxTenantLabels < 0 {
 		errs = append(errs, fmt.Errorf("max tenant labels %d is negative", c.MaxTenantLabels))
@@ -142,6 +181,8 @@ type Limiter struct {
 	defaults tenant.Resolved
 	pacer    *throttle.Pacer // turns of messages spilled for rate
 	waiting  *throttle.Pacer // turns of messages spilled for concurrency
+	holds    *holds
+	freed    *perTenant[struct{}] // when a slot of each tenant was last given back here
 	jobs     durations
 	fresh    fresh
 	labels   *labels
@@ -166,6 +207,8 @@ func New(cfg Config) (*Limiter, error) {
 		defaults: tenant.Resolve(cfg.Defaults, tenant.Limits{}),
 		pacer:    throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		waiting:  throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
+		holds:    newHolds(),
+		freed:    newPerTenant[struct{}](time.Minute, cfg.NowFunc()),
 		jobs:     newDurations(cfg.NowFunc()),
 		fresh:    newFresh(cfg.NowFunc()),
 		labels:   newLabels(cfg.MaxTenantLabels),
@@ -205,19 +248,19 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	} else {
 		l.fresh.mark(id, now)
 	}
-	permit, v, err := l.acquire(ctx, label, id, lim.Concurrency, y)
+	permit, v, err := l.acquire(ctx, label, id, lim.Concurrency, y, m)
 	if err != nil || v.Action != consumer.Dispatch {
 		return v, err
 	}
 	if y.on && !y.rate.Unlimited() {
-		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate); err != nil || v.Action != consumer.Dispatch {
-			permit.Release()
+		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate, m); err != nil || v.Action != consumer.Dispatch {
+			l.release(permit, id)
 			return v, err
 		}
 	}
-	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst})
+	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, m)
 	if err != nil || v.Action != consumer.Dispatch {
-		permit.Release()
+		l.release(permit, id)
 		return v, err
 	}
 
@@ -226,7 +269,7 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	inFlight.Inc()
 	ended := l.cfg.Activity.Started(id, age, m.ReceiveCount <= 1)
 	return consumer.Verdict{Action: consumer.Dispatch, Done: func() {
-		permit.Release()
+		l.release(permit, id)
 		inFlight.Dec()
 		ended()
 		end := l.cfg.NowFunc()
@@ -247,8 +290,9 @@ func (s slots) Release() {
 
 // acquire takes a concurrency slot of tenant id, and for old work while
 // fresh work comes (y.on) one of the old work's own semaphore first: a
-// Dispatch verdict when it got them, otherwise the spill to wait for one.
-func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int, y yielding) (slots, consumer.Verdict, error) {
+// Dispatch verdict when it got them, otherwise the Hold for a slot due
+// soon or the spill to wait for one.
+func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int, y yielding, m *consumer.Message) (slots, consumer.Verdict, error) {
 	var s slots
 	ok := true
 	var err error
@@ -258,16 +302,19 @@ func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int
 	if ok && err == nil {
 		s.tenant, ok, err = l.cfg.Semaphore.TryAcquire(ctx, concurrencyKey(id), concurrency)
 	}
-	switch {
-	case err != nil:
-		s.Release()
+	if err == nil && ok {
+		return s, consumer.Verdict{Action: consumer.Dispatch}, nil
+	}
+	// Only the old work's slot, if any, was taken: given back as it came.
+	s.Release()
+	if err != nil {
 		v, err := l.failed(label, id, err)
 		return slots{}, v, err
-	case !ok:
-		s.Release()
-		return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(id, concurrency)), nil
 	}
-	return s, consumer.Verdict{Action: consumer.Dispatch}, nil
+	if v, ok := l.holdForSlot(label, id, concurrency, m); ok {
+		return slots{}, v, nil
+	}
+	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, concurrency)), nil
 }
 
 // yielding is what a tenant's old work may use while fresh work of the
@@ -351,7 +398,7 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 // this worker's share of the rate, behind the messages spilled before it,
 // so that spilled messages come back at the rate rather than all at the
 // next token.
-func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit) (consumer.Verdict, error) {
+func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, m *consumer.Message) (consumer.Verdict, error) {
 	d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
 	if err != nil {
 		return l.failed(label, id, err)
@@ -359,9 +406,82 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 	if d.Allowed >= 1 {
 		return consumer.Verdict{Action: consumer.Dispatch}, nil
 	}
-	share := lim.Rate * throttle.Share(l.cfg.FleetSizeFunc())
-	delay := l.pacer.Reserve(key, share, d.RetryAfter, queue.MaxDelay)
+	// Its turn here: the next token, then one more per message held
+	// here for one.
+	n := l.holds.count(key)
+	wait := d.RetryAfter + time.Duration(float64(n)/lim.Rate*float64(time.Second))
+	if v, ok := l.holdForToken(label, key, n, wait, m); ok {
+		return v, nil
+	}
+	delay := l.turn(ctx, l.pacer, key, lim.Rate, wait)
+	if m.Spare > 0 && delay > time.Second {
+		// SQS rounds a delay up to whole seconds, and a message back
+		// after its turn may find its token gone (past the burst). A
+		// worker with slots to spare brings it back up to a second
+		// early instead, to be held for its token.
+		delay = delay.Truncate(time.Second)
+	}
 	return l.spill(label, id, ReasonRate, delay), nil
+}
+
+// release gives a concurrency slot of tenant back and wakes the messages
+// of the tenant held here for one.
+func (l *Limiter) release(p slots, tenant string) {
+	p.Release()
+	l.freed.update(tenant, l.cfg.NowFunc(), func(struct{}, bool) struct{} { return struct{}{} })
+	l.holds.freed(concurrencyKey(tenant))
+}
+
+// holdForToken returns the Hold of a message refused a token of key, n
+// messages held here before it, when its turn, wait, comes within what
+// is left of its HoldMax. It then starts at that turn rather than come
+// back from overflow whole seconds later. (Other workers' holds take
+// tokens too: a message that finds none at its turn is held again, for
+// what is left of its HoldMax.) Holding costs a worker slot, so the
+// worker holds no more messages than it has other slots free.
+func (l *Limiter) holdForToken(label, key string, n int, wait time.Duration, m *consumer.Message) (consumer.Verdict, bool) {
+	if m.Spare < 1 || wait > l.cfg.HoldMax-m.Held {
+		return consumer.Verdict{}, false
+	}
+	wake, end, ok := l.holds.take(key, n+1, m.Spare)
+	if !ok {
+		return consumer.Verdict{}, false // another took the turn meanwhile
+	}
+	return l.hold(label, ReasonRate, wait, wake, end, m), true
+}
+
+// holdForSlot returns the Hold of a message refused a concurrency slot
+// of its tenant, for as long as is left of its HoldMax: a slot given
+// back on this worker wakes it, and it asks again every slotPoll for one
+// given back elsewhere. Rather than spill to come back whole seconds
+// after the slot frees, it waits for it while a slot is likely to free
+// soon; this worker holds at most its share of the tenant's
+// concurrency, one waiting message per slot, and no more messages in all
+// than it has other slots free.
+func (l *Limiter) holdForSlot(label, id string, concurrency int, m *consumer.Message) (consumer.Verdict, bool) {
+	left := l.cfg.HoldMax - m.Held
+	if m.Spare < 1 || left <= 0 || concurrency <= 0 {
+		return consumer.Verdict{}, false
+	}
+	key := concurrencyKey(id)
+	poll := slotPoll
+	if _, at, ok := l.freed.get(id); ok && l.cfg.NowFunc().Sub(at) < slotPoll {
+		poll = slotPollFreed
+	}
+	most := int(math.Ceil(float64(concurrency) * throttle.Share(l.cfg.FleetSizeFunc())))
+	wake, end, ok := l.holds.take(key, max(1, most), m.Spare)
+	if !ok {
+		return consumer.Verdict{}, false
+	}
+	return l.hold(label, ReasonConcurrency, min(poll, left), wake, end, m), true
+}
+
+// hold returns a Hold verdict, counted once per message.
+func (l *Limiter) hold(label, reason string, d time.Duration, wake <-chan struct{}, end func(), m *consumer.Message) consumer.Verdict {
+	if m.Held == 0 {
+		l.metrics.held.WithLabelValues(label, reason).Inc()
+	}
+	return consumer.Verdict{Action: consumer.Hold, Delay: d, Wake: wake, Reason: reason, Done: end}
 }
 
 // concurrencyWait is the delay of a message spilled for concurrency: a
@@ -370,14 +490,25 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 // concurrency ÷ its mean job time, at this worker's share), so that the
 // messages waiting for a slot come back about as fast as slots free up
 // rather than all of them every few seconds.
-func (l *Limiter) concurrencyWait(tenant string, concurrency int) time.Duration {
+func (l *Limiter) concurrencyWait(ctx context.Context, tenant string, concurrency int) time.Duration {
 	short := l.concurrencyDelay()
 	mean, ok := l.jobs.of(tenant)
 	if !ok || concurrency <= 0 {
 		return short
 	}
-	rate := float64(concurrency) / mean.Seconds() * throttle.Share(l.cfg.FleetSizeFunc())
-	return l.waiting.Reserve(tenant, rate, short, queue.MaxDelay)
+	return l.turn(ctx, l.waiting, concurrencyKey(tenant), float64(concurrency)/mean.Seconds(), short)
+}
+
+// turn takes the next turn of key, turns coming rate a second, none
+// sooner than earliest: from the fleet's line when there is a Pacer
+// that answers, otherwise from this worker's own at its share of rate.
+func (l *Limiter) turn(ctx context.Context, local *throttle.Pacer, key string, rate float64, earliest time.Duration) time.Duration {
+	if l.cfg.Pacer != nil {
+		if d, err := l.cfg.Pacer.Reserve(ctx, key, rate, earliest, queue.MaxDelay); err == nil {
+			return d
+		}
+	}
+	return local.Reserve(key, rate*throttle.Share(l.cfg.FleetSizeFunc()), earliest, queue.MaxDelay)
 }
 
 // spill returns the verdict that moves a message to overflow.

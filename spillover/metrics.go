@@ -11,6 +11,7 @@ import (
 type metrics struct {
 	inFlight *prometheus.GaugeVec
 	spilled  *prometheus.CounterVec
+	held     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -23,9 +24,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "fairq_worker_tenant_spilled_total",
 			Help: "Messages of a tenant spilled to the overflow queue by its limits, by reason: rate, concurrency, unavailable.",
 		}, []string{"tenant", "reason"}),
+		held: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fairq_worker_tenant_held_total",
+			Help: "Messages of a tenant held in the worker for a moment, rather than spilled, until its next token or a free slot, by reason: rate, concurrency.",
+		}, []string{"tenant", "reason"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	return m, errors.Join(reg.Register(m.inFlight), reg.Register(m.spilled))
+	return m, errors.Join(reg.Register(m.inFlight), reg.Register(m.spilled), reg.Register(m.held))
 }

@@ -195,6 +195,17 @@ func (w *world) startWorker(o workerOptions) *worker {
 		if err != nil {
 			t.Fatal(err)
 		}
+		pacer, err := throttle.NewRedisPacer(throttle.RedisConfig{Client: client, Prefix: w.prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Pacer, err = throttle.NewFailoverPacer(throttle.FailoverPacerConfig{
+			Primary: pacer, FleetSizeFunc: wk.fleet.Last,
+			Component: "worker_pacer", Cooldown: 100 * time.Millisecond, Logger: log, RedisMetrics: wk.redis,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		wk.sem, err = throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: client, Prefix: w.prefix, Lease: o.lease, Logger: log})
 		if err != nil {
 			t.Fatal(err)

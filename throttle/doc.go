@@ -43,7 +43,10 @@
 //
 // A Pacer hands out turns of a key at a rate, so that work refused by a
 // rate limit can be put off until its own turn rather than all until the
-// next token.
+// next token. A Pacer's line is its process's; a RedisPacer keeps one
+// line per key in Redis for every process that shares it, and a
+// FailoverPacer asks a RedisPacer and, while Redis is unreachable, hands
+// out turns of its own at its share of the rate (rate ÷ fleet size).
 //
 // The limit is passed on every call rather than configured per key, so a
 // caller can shrink it as a tenant's backlog grows (Limit.Scale) and a

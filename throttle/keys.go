@@ -9,3 +9,7 @@ func redisRateKey(prefix, key string) string { return prefix + key }
 // redisSemaphoreKey is the Redis key of a semaphore: a sorted set of lease
 // id → expiry (unix ms, Redis's clock).
 func redisSemaphoreKey(prefix, key string) string { return "sem:" + prefix + key }
+
+// redisPacerKey is the Redis key of a pacer's next free turn (unix µs,
+// Redis's clock).
+func redisPacerKey(prefix, key string) string { return "pace:" + prefix + key }

@@ -97,7 +97,8 @@ func runFailover(t *testing.T, cluster *testenv.Cluster, open bool) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	run := &failoverRun{t: t, started: time.Now(), ids: ids, job: map[string]time.Duration{}, inFlight: map[string]*atomic.Int64{}, redisLogs: &testenv.LogBuffer{}}
+	run := &failoverRun{t: t, started: time.Now(), ids: ids, job: map[string]time.Duration{}, inFlight: map[string]*atomic.Int64{}, redisLogs: &testenv.LogBuffer{},
+		onVictim: map[string]bool{ids["conc"]: true, ids["rate"]: true}, takeover: testenv.ClusterNodeTimeout}
 	// go-redis's own lines (a pool that cannot dial the dead master) go
 	// where `fairq` sends them, here to the run's report.
 	prev := redisLog.Load()
@@ -114,7 +115,7 @@ func runFailover(t *testing.T, cluster *testenv.Cluster, open bool) {
 	// the first to start would count only itself until its second. So
 	// the test writes every worker's first beat before they start, as if
 	// they had been running a while.
-	registerFleet(t, cluster, prefix, run.workers)
+	registerFleet(t, cfg.Redis, prefix, run.workers)
 	for i, w := range run.workers {
 		w.start(t, i)
 	}
@@ -351,10 +352,11 @@ func (w *worker) start(t *testing.T, i int) {
 }
 
 // registerFleet writes a heartbeat of each worker in the fleet's sorted
-// set (id → unix ms), as the fleet's own heartbeat does.
-func registerFleet(t *testing.T, cluster *testenv.Cluster, prefix string, workers []*worker) {
+// set (id → unix ms), as the fleet's own heartbeat does, through a client
+// of the workers' Redis.
+func registerFleet(t *testing.T, r config.Redis, prefix string, workers []*worker) {
 	t.Helper()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+	c := newRedisClient(r)
 	defer c.Close()
 	now := float64(time.Now().UnixMilli())
 	for _, w := range workers {
@@ -377,6 +379,11 @@ type failoverRun struct {
 	// redisLogs has go-redis's lines, of every worker.
 	redisLogs *testenv.LogBuffer
 	inFlight  map[string]*atomic.Int64 // by tenant, fleet-wide
+
+	// onVictim are the tenants whose keys are on the node killed; no
+	// replica can have taken over from it before takeover after the kill.
+	onVictim map[string]bool
+	takeover time.Duration
 
 	killedAt, healthyAt, ended time.Time
 
@@ -615,13 +622,14 @@ func (r *failoverRun) checkDegradedSeen(errorf func(string, ...any), open bool) 
 //     c;
 //   - failing open, from the end of the jobs asked for before the kill
 //     (they may hold leases in Redis) until the replica can have taken
-//     over (the cluster's node timeout): every worker on its share, n×s;
+//     over (r.takeover: the cluster's node timeout, or the Sentinels'
+//     down-after-milliseconds): every worker on its share, n×s;
 //   - failing open, otherwise from the kill until the jobs of the outage
 //     ended: c + n×s. A worker back on Redis takes up to c there while
 //     the slots taken locally, its own or another worker's still cut off,
 //     run on unknown to Redis;
 //   - failing closed: c throughout, and nothing asked for after the kill
-//     starts for the tenants on the dead master until the node timeout.
+//     starts for the tenants on the dead master until r.takeover.
 //
 // Started, for a rate r and burst b over a phase of t seconds: b + r×t;
 // failing open, a tenant on the masters still up is asked of Redis when
@@ -632,15 +640,14 @@ func (r *failoverRun) checkLimits(errorf func(string, ...any), limits map[string
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := int64(len(r.workers))
-	victim := map[string]bool{r.ids["conc"]: true, r.ids["rate"]: true}
+	victim := r.onVictim
 	span := func(p int) (time.Time, time.Time) {
 		if p+1 < phases {
 			return r.phaseAt[p], r.phaseAt[p+1]
 		}
 		return r.phaseAt[p], r.ended
 	}
-	// Before the nodes' timeout no replica can have taken over.
-	takeover := r.killedAt.Add(testenv.ClusterNodeTimeout)
+	takeover := r.killedAt.Add(r.takeover)
 	for id, lim := range limits {
 		c := int64(lim.Concurrency)
 		share := (c + n - 1) / n
@@ -765,6 +772,7 @@ func TestFailoverChecks(t *testing.T) {
 		r := &failoverRun{
 			t: t, ids: map[string]string{"conc": "conc", "rate": "rate", "calm": "calm"},
 			workers: make([]*worker, failoverWorkers), started: t0,
+			onVictim: map[string]bool{"conc": true, "rate": true}, takeover: testenv.ClusterNodeTimeout,
 			killedAt: t0.Add(time.Second), ended: t0.Add(5 * time.Second),
 			phaseAt: [phases]time.Time{t0, t0.Add(time.Second), t0.Add(4 * time.Second)},
 			events:  events, ran: map[int64]int{1: 1, 2: 1}, degraded: []degradedSample{{values: []float64{0, 0}}},

@@ -423,6 +423,9 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		SizeFunc:          s.fleet.Last,
 		AcceptableLatency: s.cfg.Worker.AcceptableLatency,
 		Slots:             s.cfg.Worker.Connections,
+		Redis:             s.redisOrNil(),
+		Prefix:            s.keyPrefix(),
+		RedisMetrics:      s.degrade,
 		Logger:            s.logger,
 		Registerer:        s.registry,
 	})
@@ -455,6 +458,23 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 			Component:    "worker_ratelimit",
 			Logger:       s.logger,
 			RedisMetrics: s.degrade,
+		})
+		if err != nil {
+			return nil, err
+		}
+		// Spilled messages come back at their tenant's rate, whichever
+		// workers spilled them: one line of turns in Redis, each
+		// worker's own at its share while Redis is down.
+		pacer, err := throttle.NewRedisPacer(throttle.RedisConfig{Client: s.redis, Prefix: s.keyPrefix()})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Pacer, err = throttle.NewFailoverPacer(throttle.FailoverPacerConfig{
+			Primary:       pacer,
+			FleetSizeFunc: s.fleet.Last,
+			Component:     "worker_pacer",
+			Logger:        s.logger,
+			RedisMetrics:  s.degrade,
 		})
 		if err != nil {
 			return nil, err

@@ -53,14 +53,7 @@ func NewRedisCluster(t testing.TB, masters, replicas int) *Cluster {
 	t.Helper()
 	c, err := startCluster(masters, replicas)
 	if err != nil {
-		var missing *missingError
-		if errors.As(err, &missing) {
-			if os.Getenv(RequireEnv) == "1" {
-				t.Fatalf("testenv: %v (%s=1, so this fails instead of skipping)", err, RequireEnv)
-			}
-			t.Skipf("testenv: skipped: %v", err)
-		}
-		t.Fatalf("testenv: redis cluster: %v", err)
+		skipOrFail(t, "redis cluster", err)
 	}
 	t.Cleanup(c.stop)
 	return c

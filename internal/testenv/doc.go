@@ -2,7 +2,10 @@
 // redis-server and the fauxqs SQS emulator, each on a free
 // loopback port, started lazily by the first test that asks for it and
 // shared by every test of the binary. Tests keep apart by prefixing their
-// queue names and Redis keys with Prefix.
+// queue names and Redis keys with Prefix. A test of how fairq rides out a
+// Redis failover starts a topology of its own and takes nodes away: a
+// Redis Cluster (NewRedisCluster), or a primary with a replica watched by
+// three Redis Sentinels (NewRedisSentinel).
 //
 // A package that uses it calls Main from its TestMain, which stops the
 // processes after the tests:

@@ -122,16 +122,23 @@ func (s *service) get(t testing.TB) string {
 		s.addr, s.proc, s.err = s.start()
 	}
 	if s.err != nil {
-		var missing *missingError
-		if errors.As(s.err, &missing) {
-			if os.Getenv(RequireEnv) == "1" {
-				t.Fatalf("testenv: %v (%s=1, so this fails instead of skipping)", s.err, RequireEnv)
-			}
-			t.Skipf("testenv: skipped: %v", s.err)
-		}
-		t.Fatalf("testenv: %s: %v", s.name, s.err)
+		skipOrFail(t, s.name, s.err)
 	}
 	return s.addr
+}
+
+// skipOrFail ends t on the error of a service's start: a skip when
+// something is missing (a failure with RequireEnv=1), a failure otherwise.
+func skipOrFail(t testing.TB, name string, err error) {
+	t.Helper()
+	var missing *missingError
+	if errors.As(err, &missing) {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("testenv: %v (%s=1, so this fails instead of skipping)", err, RequireEnv)
+		}
+		t.Skipf("testenv: skipped: %v", err)
+	}
+	t.Fatalf("testenv: %s: %v", name, err)
 }
 
 // stop stops the service's process, if it was started.

@@ -21,6 +21,7 @@ type options struct {
 	scenarios  string
 	modes      string
 	backend    string
+	redis      string
 	out        string
 	short      bool
 	noBaseline bool
@@ -48,6 +49,24 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	// Fleet runs are judged on their own, not side by side with the
+	// other modes.
+	fleet := slices.Contains(modes, harness.ModeFleet)
+	modes = slices.DeleteFunc(modes, func(m harness.Mode) bool { return m == harness.ModeFleet })
+	var topologies []string
+	if fleet {
+		if o.backend != "auto" && o.backend != "sqs" {
+			return fmt.Errorf("fleet mode runs on the sqs backend, not %q", o.backend)
+		}
+		// Four workers stopped with SIGTERM take up to a long poll (20 s)
+		// to exit, longer than the short outage lasts.
+		if o.short {
+			return errors.New("fleet mode runs the full scenarios, not -short")
+		}
+		if topologies, err = parseTopologies(o.redis); err != nil {
+			return err
+		}
+	}
 	names := harness.ScenarioNames
 	if o.scenarios != "all" {
 		names = strings.Split(o.scenarios, ",")
@@ -68,15 +87,41 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		}
 	}
 
-	var svc *harness.LocalServices
+	var svc, cluster *harness.LocalServices
 	defer func() {
-		if svc != nil {
-			svc.Stop(context.WithoutCancel(ctx))
+		for _, s := range []*harness.LocalServices{cluster, svc} {
+			if s != nil {
+				s.Stop(context.WithoutCancel(ctx))
+			}
 		}
 	}()
+	// localServices returns the local services, started on first use:
+	// fauxqs and a redis-server, and withCluster a Redis Cluster in place
+	// of the redis-server.
+	localServices := func(withCluster bool) (harness.Services, error) {
+		if svc == nil {
+			log.Info("starting redis-server and the fauxqs SQS emulator")
+			if svc, err = harness.StartLocalServices(ctx, root, filepath.Join(out, "services")); err != nil {
+				return harness.Services{}, err
+			}
+		}
+		if !withCluster {
+			return svc.Services, nil
+		}
+		if cluster == nil {
+			log.Info("starting a Redis Cluster", "masters", 3)
+			if cluster, err = harness.StartLocalCluster(ctx, filepath.Join(out, "services", "cluster"), 3); err != nil {
+				return harness.Services{}, err
+			}
+		}
+		return harness.Services{SQSEndpoint: svc.SQSEndpoint, RedisCluster: cluster.RedisCluster}, nil
+	}
 	var results []*harness.ScenarioResult
 	unbalanced := 0
 	for _, sc := range scenarios {
+		if len(modes) == 0 {
+			break
+		}
 		backend := o.backend
 		if backend == "auto" {
 			backend = "memory"
@@ -86,13 +131,9 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		}
 		var services harness.Services
 		if backend == "sqs" && !o.render {
-			if svc == nil {
-				log.Info("starting redis-server and the fauxqs SQS emulator")
-				if svc, err = harness.StartLocalServices(ctx, root, filepath.Join(out, "services")); err != nil {
-					return err
-				}
+			if services, err = localServices(false); err != nil {
+				return err
 			}
-			services = svc.Services
 		}
 		sr := &harness.ScenarioResult{Scenario: sc}
 		// Runs of the modes not asked for this time are reported from
@@ -138,12 +179,69 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		}
 		results = append(results, sr)
 	}
-	env := harness.Environment{Command: o.command, Machine: machine(), Version: harness.BinaryVersion(ctx, bin), Date: time.Now()}
-	report, err := harness.WriteReport(out, results, env)
-	if err != nil {
-		return err
+	var fleets []*harness.FleetResult
+	for _, sc := range scenarios {
+		if !fleet {
+			break
+		}
+		for _, topo := range topologies {
+			fr := &harness.FleetResult{Scenario: sc, Redis: topo}
+			var services harness.Services
+			if !o.render {
+				if services, err = localServices(topo == harness.RedisCluster); err != nil {
+					return err
+				}
+			}
+			for _, baseline := range []bool{true, false} {
+				if baseline && (!sc.Baseline || o.noBaseline) {
+					continue
+				}
+				dir := filepath.Join(out, sc.Name, string(harness.ModeFleet)+"-"+topo)
+				if baseline {
+					dir += "-baseline"
+				}
+				var res *harness.Result
+				if o.render {
+					if res, err = harness.LoadResult(dir); err != nil {
+						return err
+					}
+				} else {
+					res, err = harness.Run(ctx, harness.Options{
+						Scenario: sc, Mode: harness.ModeFleet, Baseline: baseline, Backend: "sqs", Services: services,
+						Binary: bin, Dir: dir, Logger: log.With("redis", topo),
+					})
+					if err != nil {
+						return fmt.Errorf("%s, %s: %w", sc.Name, filepath.Base(dir), err)
+					}
+				}
+				if res.Accounting.Lost > 0 || !res.Drained {
+					unbalanced++
+				}
+				if baseline {
+					fr.Baseline = res
+				} else {
+					fr.Run = res
+				}
+			}
+			fleets = append(fleets, fr)
+		}
 	}
-	stdout.Write(report)
+
+	env := harness.Environment{Command: o.command, Machine: machine(), Version: harness.BinaryVersion(ctx, bin), Date: time.Now()}
+	if len(modes) > 0 {
+		report, err := harness.WriteReport(out, results, env)
+		if err != nil {
+			return err
+		}
+		stdout.Write(report)
+	}
+	if len(fleets) > 0 {
+		report, err := harness.WriteFleetReport(out, fleets, env)
+		if err != nil {
+			return err
+		}
+		stdout.Write(report)
+	}
 	fmt.Fprintf(stdout, "\nreport, charts and each run's records (fairq.yaml, logs, messages.csv, result.json): %s\n", out)
 	if o.figures != "" {
 		figs := o.figures
@@ -189,4 +287,20 @@ func machine() string {
 		}
 	}
 	return desc
+}
+
+// parseTopologies parses -redis: single, cluster, or both, comma-separated.
+func parseTopologies(s string) ([]string, error) {
+	var ts []string
+	for _, t := range strings.Split(s, ",") {
+		switch t = strings.TrimSpace(t); t {
+		case harness.RedisSingle, harness.RedisCluster:
+			if !slices.Contains(ts, t) {
+				ts = append(ts, t)
+			}
+		default:
+			return nil, fmt.Errorf("unknown Redis topology %q (want single or cluster)", t)
+		}
+	}
+	return ts, nil
 }

@@ -5,6 +5,16 @@
 //	go run ./loadtest/fairness                      # every scenario, every mode
 //	go run ./loadtest/fairness -scenario noisy -modes full
 //	go run ./loadtest/fairness -short               # the CI smoke version
+//	go run ./loadtest/fairness -scenario noisy,outage -modes fleet -redis single,cluster
+//
+// Mode fleet runs full fairq as a fleet: 2 `fairq gateway` and 4 `fairq
+// worker` processes on the fauxqs SQS emulator and one Redis, a single
+// redis-server (-redis single) or a 3-master Redis Cluster (-redis
+// cluster), both started here; the load goes to the gateways in turn. Each
+// fleet run is checked on its own: no tenant above its concurrency at the
+// application, a rate-bound tenant within 10% of its process_rate, the
+// quiet tenants' p95 within 1.2× their baseline, nothing lost. Its report
+// is fleet.md in -out.
 //
 // See package loadtest/harness for what a run does.
 package main
@@ -34,8 +44,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var o options
 	fs.StringVar(&o.scenarios, "scenario", "all", "scenarios to run, comma-separated: noisy, outage, slow, poison, or all")
-	fs.StringVar(&o.modes, "modes", "all", "modes to run, comma-separated: single, shuffle, full, or all")
-	fs.StringVar(&o.backend, "backend", "auto", "memory, sqs (fauxqs + Redis, started here), or auto: memory, except sqs for the outage")
+	fs.StringVar(&o.modes, "modes", "all", "modes to run, comma-separated: single, shuffle, full, fleet (2 gateways, 4 workers), or all (all but fleet)")
+	fs.StringVar(&o.backend, "backend", "auto", "memory, sqs (fauxqs + Redis, started here), or auto: memory, except sqs for the outage and the fleet")
+	fs.StringVar(&o.redis, "redis", "single", "fleet mode's Redis, comma-separated: single (one redis-server), cluster (a 3-master Redis Cluster), or single,cluster")
 	fs.StringVar(&o.out, "out", "loadtest/out/fairness", "output directory (relative to the module root)")
 	fs.BoolVar(&o.short, "short", false, "run the short CI versions of the scenarios")
 	fs.BoolVar(&o.noBaseline, "no-baseline", false, "skip the baseline runs (only the quiet tenants)")

@@ -37,6 +37,33 @@
 // much one tenant can queue in front of the others and how long the
 // queues take to drain.
 //
+// # Fleet
+//
+// ModeFleet runs full fairq as a fleet of separate processes on the sqs
+// backend: FleetGateways (2) `fairq gateway` and FleetWorkers (4) `fairq
+// worker` processes sharing the fauxqs emulator and one Redis, either the
+// redis-server of StartLocalServices (Services.RedisAddr, redis.mode
+// single) or a 3-master Redis Cluster that StartLocalCluster starts with
+// redis-server --cluster-enabled and joins with redis-cli --cluster create
+// (Services.RedisCluster, redis.mode cluster). The generator sends each
+// request to the next gateway in turn. Every per-tenant limit is then
+// shared by processes that only Redis connects, and each run records what
+// the application saw of them (Result.LimitsSeen): the sink counts each
+// tenant's pushes in progress, whichever worker sent them, and keeps the
+// most at once; and the start rate of a tenant in the seconds its
+// process_rate held it back (RateBound). FleetChecks holds a fleet run to
+// four criteria: no tenant above its concurrency at the application, a
+// rate-bound tenant within RateTolerance (10%) of its process_rate, the
+// quiet tenants' p95 within NoisyFullBound (1.2×) of their baseline (for a
+// noisy neighbour, the quiet tenants alone on the same fleet; for an
+// outage, before it), and every accepted message delivered at least once.
+// WriteFleetReport writes them, met or not met, into fleet.md:
+//
+//	go run ./loadtest/fairness -scenario noisy,outage -modes fleet -redis single,cluster
+//
+// A fleet's outage stops its four workers at once: each lets its receives
+// under way finish, up to a long poll's 20 s, so stopping takes about that.
+//
 // # Accounting
 //
 // Message ids change when a message moves between queues, so the

@@ -54,6 +54,8 @@ type systemConfig struct {
 	prefix   string // queue prefix and Redis key prefix of the run
 	pushURL  string
 	creds    credentials
+	// gateways is the number of gateway processes on sqs; 0 is one.
+	gateways int
 }
 
 // yaml returns the fairq configuration file of the run. The listen address
@@ -69,13 +71,16 @@ func (c systemConfig) yaml() []byte {
 	w("admin: {token_sha256: %s}", hex.EncodeToString(sum[:]))
 	w("backend: %s", c.backend)
 	w("sqs: {region: us-east-1, endpoint: %q, queue_prefix: %s}", c.services.SQSEndpoint, c.prefix)
-	if c.backend == backendSQS {
+	switch {
+	case c.backend == backendSQS && len(c.services.RedisCluster) > 0:
+		w("redis: {mode: cluster, addrs: [%s], fail_open: %t}", quoted(c.services.RedisCluster), !s.RedisFailClosed)
+	case c.backend == backendSQS:
 		w("redis: {addr: %q, fail_open: %t}", c.services.RedisAddr, !s.RedisFailClosed)
 	}
 	queues, shard := c.mode.pool()
 	w("pool: {queues: %d, shard_size: %d}", queues, shard)
 	rate, burst, conc, backlogAge := float64(unlimited), unlimited, unlimited, time.Duration(0)
-	if c.mode == ModeFull {
+	if c.mode.limited() {
 		rate, burst, conc, backlogAge = s.Limits.ProcessRate, s.Limits.ProcessBurst, s.Limits.Concurrency, s.BacklogAge
 	}
 	w("defaults:")
@@ -101,4 +106,13 @@ func (c systemConfig) yaml() []byte {
 	w("  backlog_age: %s", backlogAge)
 	w("log: {level: warn, format: json}")
 	return []byte(b.String())
+}
+
+// quoted returns ss as a YAML flow sequence's items: "a", "b".
+func quoted(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
 }

@@ -102,6 +102,8 @@ func TestParseModes(t *testing.T) {
 		{"", Modes, false},
 		{"full", []Mode{ModeFull}, false},
 		{"single, shuffle", []Mode{ModeSingle, ModeShuffle}, false},
+		{"fleet", []Mode{ModeFleet}, false},
+		{"full,fleet", []Mode{ModeFull, ModeFleet}, false},
 		{"fair", nil, true},
 	}
 	for _, tt := range tests {

@@ -36,6 +36,9 @@ type Send struct {
 	Code string
 	// ID is the message id of a 202.
 	ID string
+	// Gateway is the index of the gateway the last attempt went to, among
+	// those the generator spreads its load over (0 with one).
+	Gateway int
 	// Key is the Idempotency-Key a careful client sent with every attempt
 	// of the message; empty otherwise.
 	Key string
@@ -84,7 +87,9 @@ type retryPolicy struct {
 // generator offers each tenant's load at a constant rate, open loop: each
 // message is sent when it is due, whatever happened to the earlier ones.
 type generator struct {
-	url     string
+	// urls are the enqueue URLs of the gateways, taken in turn, one per
+	// request.
+	urls    []string
 	keys    map[string]string
 	tenants []Tenant
 	client  *http.Client
@@ -99,6 +104,7 @@ type generator struct {
 	poisson bool
 
 	seq     atomic.Int64
+	turn    atomic.Uint64 // the next request's gateway, modulo len(urls)
 	skipped atomic.Int64
 	sem     chan struct{}
 	wg      sync.WaitGroup
@@ -109,7 +115,7 @@ type generator struct {
 
 func newGenerator(baseURL string, keys map[string]string, tenants []Tenant) *generator {
 	return &generator{
-		url:     baseURL + "/v1/messages",
+		urls:    []string{baseURL + "/v1/messages"},
 		keys:    keys,
 		tenants: tenants,
 		client: &http.Client{
@@ -117,6 +123,15 @@ func newGenerator(baseURL string, keys map[string]string, tenants []Tenant) *gen
 			Transport: &http.Transport{MaxIdleConns: maxInFlight, MaxIdleConnsPerHost: maxInFlight, IdleConnTimeout: 30 * time.Second},
 		},
 		sem: make(chan struct{}, maxInFlight),
+	}
+}
+
+// spread makes g send its requests to the gateways at baseURLs in turn,
+// one each, as a load balancer would. Call it before run.
+func (g *generator) spread(baseURLs []string) {
+	g.urls = g.urls[:0]
+	for _, u := range baseURLs {
+		g.urls = append(g.urls, u+"/v1/messages")
 	}
 }
 
@@ -258,7 +273,8 @@ func retryable(a Attempt) bool {
 // s.Replayed from a success, and returns the answer's Retry-After.
 func (g *generator) attempt(ctx context.Context, s *Send, body []byte) (Attempt, time.Duration) {
 	var a Attempt
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url, bytes.NewReader(body))
+	s.Gateway = int(g.turn.Add(1)-1) % len(g.urls)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.urls[s.Gateway], bytes.NewReader(body))
 	if err != nil {
 		a.Code = err.Error()
 		return a, 0

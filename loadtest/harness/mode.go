@@ -25,14 +25,24 @@ const (
 	// and the backlog queue for messages older than the scenario's
 	// backlog age.
 	ModeFull Mode = "full"
+	// ModeFleet is full fairq run as a fleet: FleetGateways gateways and
+	// FleetWorkers workers, separate processes sharing one Redis (a single
+	// node or a Redis Cluster) and the SQS emulator, the load spread over
+	// the gateways. It is not one of the modes the experiment compares side
+	// by side: each fleet run is judged on its own (FleetChecks).
+	ModeFleet Mode = "fleet"
 )
 
 // Modes are the modes in the order reports show them.
 var Modes = []Mode{ModeSingle, ModeShuffle, ModeFull}
 
+// knownModes are the modes ParseMode accepts: "all" is Modes, and fleet is
+// asked for by name.
+var knownModes = []Mode{ModeSingle, ModeShuffle, ModeFull, ModeFleet}
+
 // ParseMode returns the mode named s.
 func ParseMode(s string) (Mode, error) {
-	for _, m := range Modes {
+	for _, m := range knownModes {
 		if string(m) == s {
 			return m, nil
 		}
@@ -40,7 +50,7 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("%w: unknown mode %q (want %s)", ErrInvalidOptions, s, modeNames())
 }
 
-// ParseModes parses a comma-separated list of modes; "all" is every mode.
+// ParseModes parses a comma-separated list of modes; "all" is Modes.
 func ParseModes(s string) ([]Mode, error) {
 	if s == "all" || s == "" {
 		return Modes, nil
@@ -57,8 +67,8 @@ func ParseModes(s string) ([]Mode, error) {
 }
 
 func modeNames() string {
-	names := make([]string, len(Modes))
-	for i, m := range Modes {
+	names := make([]string, len(knownModes))
+	for i, m := range knownModes {
 		names[i] = string(m)
 	}
 	return strings.Join(names, ", ")
@@ -73,9 +83,15 @@ func (m Mode) Title() string {
 		return "shuffle sharding only"
 	case ModeFull:
 		return "full fairq"
+	case ModeFleet:
+		return "a fleet of full fairq"
 	}
 	return string(m)
 }
+
+// limited reports whether the mode runs the per-tenant worker limits and
+// the backlog queue.
+func (m Mode) limited() bool { return m == ModeFull || m == ModeFleet }
 
 // pool returns the mode's pool.queues and pool.shard_size.
 func (m Mode) pool() (queues, shardSize int) {

@@ -195,7 +195,7 @@ func (s *ScenarioResult) WriteMarkdown(w io.Writer, chart string) {
 	}
 	first := s.Runs[ms[0]]
 	fmt.Fprintf(w, "### %s\n\n", sc.Title)
-	fmt.Fprintf(w, "%s\n\n", setupText(sc, first.Backend))
+	fmt.Fprintf(w, "%s\n\n", setupText(sc, first.Backend, 1))
 	fmt.Fprintln(w, "| mode | quiet p50 | quiet p95 | quiet p99 | baseline p95 | p95 ÷ baseline | worst quiet tenant p95 | others: accepted/s, p95 | Jain (quiet goodput) | accepted | processed | dead-lettered | lost | duplicates |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, m := range ms {
@@ -297,8 +297,9 @@ func (s *ScenarioResult) WriteMarkdown(w io.Writer, chart string) {
 	fmt.Fprintln(w)
 }
 
-// setupText describes a scenario's load and system in a paragraph.
-func setupText(sc Scenario, backend string) string {
+// setupText describes a scenario's load and system in a paragraph; gateways
+// is the number of gateway processes on sqs.
+func setupText(sc Scenario, backend string, gateways int) string {
 	var groups []string
 	for _, g := range groupTenants(sc.Tenants) {
 		desc := fmt.Sprintf("%d %s tenant", g.n, g.t.Role)
@@ -317,6 +318,9 @@ func setupText(sc Scenario, backend string) string {
 	proc := "one `fairq dev` process (memory backend)"
 	if backend == backendSQS {
 		proc = fmt.Sprintf("a `fairq gateway` and %d `fairq worker` process(es) on the fauxqs SQS emulator with Redis", sc.Workers)
+		if gateways > 1 {
+			proc = fmt.Sprintf("%d `fairq gateway` and %d `fairq worker` processes on the fauxqs SQS emulator with Redis", gateways, sc.Workers)
+		}
 	}
 	text := fmt.Sprintf("Load: %s; %v of load, the first %v left out of the statistics. System: %s, worker.connections %d, max_retries %d. "+
 		"Every mode: admission unlimited in rate, backpressure soft_backlog %d / max_backlog %d per tenant. "+

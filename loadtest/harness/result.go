@@ -24,6 +24,14 @@ type Result struct {
 	Mode     Mode     `json:"mode"`
 	Backend  string   `json:"backend"`
 	Baseline bool     `json:"baseline"`
+	// Redis is the topology of a fleet's Redis (RedisSingle or
+	// RedisCluster), Gateways its gateway processes; both empty outside
+	// ModeFleet.
+	Redis    string `json:"redis,omitempty"`
+	Gateways int    `json:"gateways,omitempty"`
+	// GatewayAccepted counts the messages each gateway accepted, in the
+	// order of the generator's turns; empty outside ModeFleet.
+	GatewayAccepted []int `json:"gateway_accepted,omitempty"`
 	// Start is when the load began; times below are measured from it.
 	Start time.Time `json:"start"`
 	// OutageStart is when the workers were sent SIGTERM, OutageEnd when
@@ -69,6 +77,9 @@ type Result struct {
 	Jain float64 `json:"jain"`
 	// Recovery describes the outage's aftermath; nil without one.
 	Recovery *Recovery `json:"recovery,omitempty"`
+	// LimitsSeen is what the application saw of the per-tenant worker
+	// limits, in the modes that have them; nil in the others.
+	LimitsSeen *LimitsSeen `json:"limits_seen,omitempty"`
 }
 
 // DepthSample is the messages in each kind of queue (visible, in flight
@@ -352,7 +363,9 @@ func (r *Result) recovery() *Recovery {
 	sc := r.Scenario
 	restart := r.since(r.OutageEnd)
 	var before, fresh []time.Duration
-	buckets := make([][]time.Duration, int(math.Ceil((sc.Duration - restart).Seconds())))
+	// The workers may be back only after the load ended (stopping them
+	// took longer than the outage): then no bucket.
+	buckets := make([][]time.Duration, max(0, int(math.Ceil((sc.Duration-restart).Seconds()))))
 	rec := &Recovery{BacklogCleared: -1}
 	outageFrom := r.since(r.OutageStart)
 	for _, m := range r.Messages {

@@ -52,11 +52,14 @@ func (o Options) validate() error {
 			return fmt.Errorf("%w: %s", ErrNeedsSQS, o.Scenario.Name)
 		}
 	case backendSQS:
-		if o.Services.SQSEndpoint == "" || o.Services.RedisAddr == "" {
+		if o.Services.SQSEndpoint == "" || !o.Services.redis() {
 			return fmt.Errorf("%w: the sqs backend needs an SQS endpoint and Redis", ErrInvalidOptions)
 		}
 	default:
 		return fmt.Errorf("%w: unknown backend %q (want memory or sqs)", ErrInvalidOptions, o.Backend)
+	}
+	if o.Mode == ModeFleet && o.Backend != backendSQS {
+		return fmt.Errorf("%w: fleet mode, %s", ErrNeedsSQS, o.Scenario.Name)
 	}
 	if o.Binary == "" || o.Dir == "" {
 		return fmt.Errorf("%w: Binary and Dir are required", ErrInvalidOptions)
@@ -83,6 +86,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Baseline {
 		sc = sc.WithoutOthers()
 	}
+	if o.Mode == ModeFleet {
+		sc.Workers = FleetWorkers
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -101,6 +107,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		scenario: sc, mode: o.Mode, backend: o.Backend, services: o.Services,
 		prefix: "lt" + randomHex(4), pushURL: snk.url(), creds: newCredentials(sc.Tenants),
 	}
+	if o.Mode == ModeFleet {
+		cfg.gateways = FleetGateways
+	}
 	sys, err := startSystem(ctx, cfg, o.Binary, o.Dir)
 	if err != nil {
 		return nil, err
@@ -109,6 +118,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	res := &Result{Scenario: sc, Mode: o.Mode, Backend: o.Backend, Baseline: o.Baseline}
 	gen := newGenerator(sys.baseURL(), cfg.creds.keys, sc.Tenants)
+	if o.Mode == ModeFleet {
+		res.Redis, res.Gateways = o.Services.topology(), FleetGateways
+		gen.spread(sys.gatewayURLs())
+	}
 	res.Start = time.Now().Add(100 * time.Millisecond)
 	log.Info("load", "duration", sc.Duration, "tenants", len(sc.Tenants))
 
@@ -154,6 +167,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("stop fairq: %w", err)
 	}
 	res.analyse()
+	if o.Mode.limited() {
+		res.LimitsSeen = res.limitsSeen(snk.maxInFlight())
+	}
+	if res.Gateways > 0 {
+		res.GatewayAccepted = res.acceptedByGateway()
+	}
 	if err := res.write(o.Dir); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,20 @@ type Services struct {
 	SQSEndpoint string
 	// RedisAddr is the host:port of Redis.
 	RedisAddr string
+	// RedisCluster, when not empty, are the masters of a Redis Cluster
+	// (host:port each), used instead of RedisAddr (redis.mode cluster).
+	RedisCluster []string
+}
+
+// redis reports whether the services include a Redis.
+func (s Services) redis() bool { return s.RedisAddr != "" || len(s.RedisCluster) > 0 }
+
+// topology is redis.mode of the services' Redis: single or cluster.
+func (s Services) topology() string {
+	if len(s.RedisCluster) > 0 {
+		return RedisCluster
+	}
+	return RedisSingle
 }
 
 // LocalServices are a redis-server and a fauxqs emulator started by the

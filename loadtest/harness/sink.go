@@ -84,8 +84,12 @@ type sink struct {
 	fixed     atomic.Bool              // poison is answered 200 from now on, and deliveries are marked Redriven
 	behaviour atomic.Int32             // a sinkBehaviour
 	inflight  atomic.Int64
-	quit      chan struct{} // closed by Stop: hanging pushes end
-	quitOnce  sync.Once
+	// tenants count each tenant's pushes in progress here, whichever
+	// worker sent them, and the most at once: a fleet-wide concurrency
+	// limit is checked where it matters, at the application.
+	tenants  map[string]*inFlight
+	quit     chan struct{} // closed by Stop: hanging pushes end
+	quitOnce sync.Once
 
 	mu         sync.Mutex
 	deliveries []Delivery
@@ -105,9 +109,10 @@ func newSink(tenants []Tenant) (*sink, error) {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
 	s := &sink{work: make(map[string]time.Duration, len(tenants)), ln: ln, done: make(chan error, 1), quit: make(chan struct{}),
-		recorded: make(chan struct{})}
+		recorded: make(chan struct{}), tenants: make(map[string]*inFlight, len(tenants))}
 	for _, t := range tenants {
 		s.work[t.ID] = t.Work
+		s.tenants[t.ID] = &inFlight{}
 	}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
@@ -143,6 +148,31 @@ func (s *sink) behave(b sinkBehaviour) { s.behaviour.Store(int32(b)) }
 // busy returns the number of pushes being answered.
 func (s *sink) busy() int64 { return s.inflight.Load() }
 
+// maxInFlight returns, for each tenant, the most of its pushes the sink
+// has been answering at once.
+func (s *sink) maxInFlight() map[string]int64 {
+	m := make(map[string]int64, len(s.tenants))
+	for id, c := range s.tenants {
+		m[id] = c.peak.Load()
+	}
+	return m
+}
+
+// inFlight counts one tenant's pushes in progress and its peak.
+type inFlight struct {
+	now, peak atomic.Int64
+}
+
+// enter counts a push in and raises the peak if it is one; leave counts it
+// out.
+func (c *inFlight) enter() {
+	n := c.now.Add(1)
+	for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+	}
+}
+
+func (c *inFlight) leave() { c.now.Add(-1) }
+
 // snapshot returns a copy of the deliveries recorded so far.
 func (s *sink) snapshot() []Delivery {
 	s.mu.Lock()
@@ -155,6 +185,13 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.Add(-1)
 	d := Delivery{Start: time.Now(), Seq: -1, Tenant: r.Header.Get(headerTenant), MsgID: r.Header.Get(headerMsgid),
 		FirstReceivedAt: r.Header.Get(headerFirstRecv)}
+	// Counted out only once the answer is decided, before net/http sends
+	// it: the worker cannot have its answer, and free the tenant's slot
+	// for another push, while this one still counts.
+	if c := s.tenants[d.Tenant]; c != nil {
+		c.enter()
+		defer c.leave()
+	}
 	io.Copy(io.Discard, r.Body)
 	if v, err := strconv.ParseInt(r.Header.Get(headerAttr+AttrSeq), 10, 64); err == nil {
 		d.Seq = v

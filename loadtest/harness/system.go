@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -25,7 +26,8 @@ const (
 // system is fairq as a user runs it, in child processes of the real
 // binary: on the memory backend one `fairq dev` (gateway and worker share
 // the in-process queues); on sqs a gateway and Scenario.Workers workers,
-// with Redis for the shared limits and counters.
+// with Redis for the shared limits and counters; a fleet (ModeFleet) has
+// systemConfig.gateways gateways.
 type system struct {
 	cfg        systemConfig
 	bin        string
@@ -35,6 +37,10 @@ type system struct {
 
 	gatewayAddr string
 	gateway     *process // the `fairq dev` process on memory
+	// peerAddrs and peers are a fleet's gateways after the first, which
+	// the admin calls and the chaos faults do not use.
+	peerAddrs   []string
+	peers       []*process
 	workerAddrs []string
 	workers     []*process // nil while stopped; always nil on memory
 }
@@ -61,6 +67,19 @@ func startSystem(ctx context.Context, cfg systemConfig, bin, dir string) (*syste
 	}
 	if err := s.startGateway(ctx); err != nil {
 		return nil, err
+	}
+	for i := 1; i < cfg.gateways; i++ {
+		addr, err := freeAddr()
+		if err != nil {
+			s.stop(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		p, err := s.start(ctx, fmt.Sprintf("fairq gateway %d", i+1), fmt.Sprintf("gateway-%d.log", i+1), addr, "/readyz", "gateway", "--config", s.configPath)
+		if err != nil {
+			s.stop(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		s.peerAddrs, s.peers = append(s.peerAddrs, addr), append(s.peers, p)
 	}
 	for range cfg.scenario.Workers {
 		addr, err := freeAddr()
@@ -179,19 +198,30 @@ func (s *system) startGateway(ctx context.Context) error {
 }
 
 // stopWorkers stops the worker processes as an operator would (SIGTERM:
-// they finish or give back what they hold) and waits for them.
+// they finish or give back what they hold), all at once, and waits for
+// them. One by one, a fleet's outage would begin with the first worker and
+// end with the last: each lets its receives under way finish, up to a long
+// poll's 20 s.
 func (s *system) stopWorkers(ctx context.Context) error {
-	var errs []error
-	for i := range s.workers {
-		errs = append(errs, s.stopWorker(ctx, i))
+	errs := make([]error, len(s.workers))
+	var wg sync.WaitGroup
+	for i, p := range s.workers {
+		if p != nil {
+			wg.Go(func() { errs[i] = p.stop(ctx) })
+		}
 	}
+	wg.Wait()
 	s.workers = nil
 	return errors.Join(errs...)
 }
 
-// stop stops the workers, then the gateway.
+// stop stops the workers, then the gateways.
 func (s *system) stop(ctx context.Context) error {
 	err := s.stopWorkers(ctx)
+	for _, p := range s.peers {
+		err = errors.Join(err, p.stop(ctx))
+	}
+	s.peers = nil
 	if s.gateway != nil {
 		err = errors.Join(err, s.gateway.stop(ctx))
 		s.gateway = nil
@@ -201,7 +231,7 @@ func (s *system) stop(ctx context.Context) error {
 
 // check returns an error if a process that should be running has exited.
 func (s *system) check() error {
-	for _, p := range append([]*process{s.gateway}, s.workers...) {
+	for _, p := range append(append([]*process{s.gateway}, s.peers...), s.workers...) {
 		if p != nil && !p.running() {
 			return p.exitError()
 		}
@@ -213,6 +243,11 @@ func (s *system) check() error {
 // (metrics-gateway.txt, metrics-worker-N.txt), for looking into a run.
 func (s *system) saveMetrics(ctx context.Context) error {
 	targets := map[string]string{"metrics-gateway.txt": s.gatewayAddr}
+	if s.peers != nil {
+		for i, addr := range s.peerAddrs {
+			targets[fmt.Sprintf("metrics-gateway-%d.txt", i+2)] = addr
+		}
+	}
 	if s.workers != nil {
 		for i, addr := range s.workerAddrs {
 			targets[fmt.Sprintf("metrics-worker-%d.txt", i+1)] = addr
@@ -239,8 +274,17 @@ func (s *system) saveMetrics(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// baseURL is the gateway's.
+// baseURL is the gateway's (a fleet's first gateway's).
 func (s *system) baseURL() string { return "http://" + s.gatewayAddr }
+
+// gatewayURLs are the base URLs of every gateway, the first first.
+func (s *system) gatewayURLs() []string {
+	urls := []string{s.baseURL()}
+	for _, a := range s.peerAddrs {
+		urls = append(urls, "http://"+a)
+	}
+	return urls
+}
 
 // queueDepth is one row of GET /admin/v1/queues.
 type queueDepth struct {

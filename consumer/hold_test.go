@@ -1,0 +1,123 @@
+package consumer_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairq/fairq/consumer"
+)
+
+// asked is what a Limiter was given at one Admit.
+type asked struct {
+	Spare int
+	Held  time.Duration
+}
+
+// TestHoldAsksAgain: a message its Limiter holds stays in its slot,
+// unstarted and not moved, until the hold's Wake or Delay, and is then
+// admitted again, told how long it was held and how many slots the
+// worker has free; each hold's Done is called when it ends.
+func TestHoldAsksAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, names := setup(t, "memory")
+		b := &sendLog{Backend: mem}
+		send(t, mem, names.Live[0], msg{tenant: "acme"})
+		h, seen := recorder(func(int, *consumer.Message) error { return nil })
+		wake := make(chan struct{})
+		var (
+			mu    sync.Mutex
+			calls []asked
+			ended int
+		)
+		lim := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, asked{m.Spare, m.Held})
+			end := func() { mu.Lock(); ended++; mu.Unlock() }
+			switch len(calls) {
+			case 1: // woken early
+				return consumer.Verdict{Action: consumer.Hold, Delay: time.Hour, Wake: wake, Reason: "concurrency", Done: end}, nil
+			case 2: // its delay passes
+				return consumer.Verdict{Action: consumer.Hold, Delay: 300 * time.Millisecond, Reason: "rate", Done: end}, nil
+			}
+			return consumer.Verdict{}, nil
+		})
+		t0 := time.Now()
+		start(t, consumer.Config{Backend: b, Names: names, Handler: h, Limiter: lim, Connections: 4})
+		synctest.Wait()
+		time.Sleep(200 * time.Millisecond)
+		close(wake)
+		d := recv(t, seen, time.Minute, "delivery")
+		if took := d.at.Sub(t0); took != 500*time.Millisecond {
+			t.Errorf("started %v after its receive, want after its holds: 200 ms woken, then 300 ms", took)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// Four slots: the message's own, and the receive loops of the
+		// live queues, overflow and backlog hold the others or not.
+		for i := range calls {
+			if calls[i].Spare < 0 || calls[i].Spare > 3 {
+				t.Errorf("admit %d: %d slots spare of 4, one held by the message", i, calls[i].Spare)
+			}
+			calls[i].Spare = 0
+		}
+		want := []asked{{Held: 0}, {Held: 200 * time.Millisecond}, {Held: 500 * time.Millisecond}}
+		if diff := cmp.Diff(want, calls); diff != "" {
+			t.Errorf("admits (-want +got):\n%s", diff)
+		}
+		if ended != 2 {
+			t.Errorf("%d holds ended, want both", ended)
+		}
+		if got := b.got(); len(got) != 0 {
+			t.Errorf("a held message was moved: %v", got)
+		}
+	})
+}
+
+// TestHoldGivenBackAtStop: a message held when the grace period of a
+// stop ends is given back at once, not left to its visibility timeout.
+func TestHoldGivenBackAtStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, names := setup(t, "memory")
+		send(t, mem, names.Live[0], msg{tenant: "acme"})
+		h, seen := recorder(func(int, *consumer.Message) error { return nil })
+		held := make(chan struct{}, 1)
+		lim := limiterFunc(func(context.Context, *consumer.Message) (consumer.Verdict, error) {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			return consumer.Verdict{Action: consumer.Hold, Delay: time.Hour, Reason: "concurrency"}, nil
+		})
+		w, err := consumer.New(consumer.Config{Backend: mem, Names: names, Handler: h, Limiter: lim, ReceiveWait: time.Second, Logger: discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, held, time.Minute, "hold")
+		grace, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := w.Stop(grace); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		select {
+		case d := <-seen:
+			t.Fatalf("a held message was started: %+v", d)
+		default:
+		}
+		d, err := mem.Depth(context.Background(), names.Live[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Visible != 1 {
+			t.Errorf("after the stop the queue has %+v, want the held message visible again", d)
+		}
+	})
+}

@@ -1,0 +1,258 @@
+package harness
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairq/fairq/config"
+)
+
+func TestFleetConfigYAML(t *testing.T) {
+	sc, err := NewScenario(ScenarioNoisy, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters := []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"}
+	tests := []struct {
+		name      string
+		services  Services
+		wantMode  string
+		wantAddr  string
+		wantAddrs []string
+	}{
+		{"single", Services{SQSEndpoint: "http://127.0.0.1:9324", RedisAddr: "127.0.0.1:6379"}, config.RedisSingle, "127.0.0.1:6379", nil},
+		{"cluster", Services{SQSEndpoint: "http://127.0.0.1:9324", RedisCluster: masters}, config.RedisCluster, "", masters},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := systemConfig{scenario: sc, mode: ModeFleet, backend: backendSQS, services: tt.services, prefix: "lt0123abcd",
+				pushURL: "http://127.0.0.1:9999/", creds: newCredentials(sc.Tenants), gateways: FleetGateways}
+			cfg, err := config.Parse(c.yaml(), func(string) string { return "" })
+			if err != nil {
+				t.Fatalf("fairq rejects the generated configuration: %v\n%s", err, c.yaml())
+			}
+			if cfg.Redis.Mode != tt.wantMode || cfg.Redis.Addr != tt.wantAddr || !slices.Equal(cfg.Redis.Addrs, tt.wantAddrs) {
+				t.Errorf("redis %+v, want mode %q, addr %q, addrs %q", cfg.Redis, tt.wantMode, tt.wantAddr, tt.wantAddrs)
+			}
+			if got := tt.services.topology(); got != tt.name {
+				t.Errorf("topology %q, want %q", got, tt.name)
+			}
+		})
+	}
+}
+
+func TestSinkCountsInFlightPerTenant(t *testing.T) {
+	s, err := newSink([]Tenant{{ID: "acme", Work: 300 * time.Millisecond}, {ID: "globex", Work: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.WithoutCancel(t.Context()))
+	push := func(tenant string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url(), strings.NewReader(`{}`))
+		req.Header.Set(headerTenant, tenant)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	// Three of acme's pushes overlap (each takes 300 ms, as from three
+	// workers); globex's come one after the other.
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { push("acme") })
+	}
+	for range 3 {
+		push("globex")
+	}
+	wg.Wait()
+	push("acme") // alone: the peak stays
+	want := map[string]int64{"acme": 3, "globex": 1}
+	if diff := cmp.Diff(want, s.maxInFlight()); diff != "" {
+		t.Errorf("most in flight at once (-want +got):\n%s", diff)
+	}
+}
+
+// rateRun builds a run of one tenant, "t", from a plan: per second of the
+// run, the messages accepted and the pushes begun (each a first push of
+// the oldest message waiting).
+func rateRun(accepted, pushes []int) *Result {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &Result{Start: start, Scenario: Scenario{Duration: time.Duration(len(accepted)) * time.Second, Warmup: 2 * time.Second,
+		Tenants: []Tenant{{ID: "t", Rate: 1}}, Limits: Limits{ProcessRate: 10}}}
+	seq := int64(0)
+	for k, n := range accepted {
+		for i := range n {
+			seq++
+			at := start.Add(time.Duration(k)*time.Second + time.Duration(i)*time.Second/time.Duration(n+1))
+			r.Sends = append(r.Sends, Send{Seq: seq, Tenant: "t", At: at, Took: time.Millisecond, Status: http.StatusAccepted})
+		}
+	}
+	next := int64(0)
+	for k, n := range pushes {
+		for i := range n {
+			next++
+			at := start.Add(time.Duration(k)*time.Second + time.Duration(i)*time.Second/time.Duration(n+1))
+			r.Deliveries = append(r.Deliveries, Delivery{Seq: next, Tenant: "t", Start: at, End: at.Add(time.Millisecond), Status: http.StatusOK})
+		}
+	}
+	return r
+}
+
+func TestRateBound(t *testing.T) {
+	repeat := func(n, v int) []int {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = v
+		}
+		return s
+	}
+	tests := []struct {
+		name     string
+		accepted []int
+		pushes   []int
+		outage   [2]time.Duration // workers down from, ready at
+		want     RateBound
+		wantOK   bool
+	}{
+		{
+			// 100 waiting from the start, 10 started each second: bound
+			// from second 0 on while at least 10 wait; seconds 0 and 1
+			// are the warmup.
+			name: "held at its rate", accepted: append([]int{100}, repeat(9, 0)...), pushes: repeat(10, 10),
+			want: RateBound{Tenant: "t", Seconds: 7, Starts: 70, Rate: 10}, wantOK: true,
+		},
+		{
+			name: "above its rate", accepted: append([]int{200}, repeat(9, 0)...), pushes: repeat(10, 15),
+			want: RateBound{Tenant: "t", Seconds: 8, Starts: 120, Rate: 15}, wantOK: true,
+		},
+		{
+			// 80 arrive in second 5 and 30 start at once (the burst);
+			// seconds 6–9 begin with 10 or more waiting, and the first
+			// of them, which may still spend burst, is not counted.
+			name: "burst left out", accepted: []int{0, 0, 0, 0, 0, 80, 0, 0, 0, 0}, pushes: []int{0, 0, 0, 0, 0, 30, 12, 10, 10, 10},
+			want: RateBound{Tenant: "t", Seconds: 3, Starts: 30, Rate: 10}, wantOK: true,
+		},
+		{
+			name: "never waits for its rate", accepted: repeat(10, 5), pushes: repeat(10, 5),
+		},
+		{
+			// Workers down from 3 s to ready at 6 s: seconds 3–5 are not
+			// counted, and 6 begins a new stretch.
+			name: "outage left out", accepted: []int{0, 0, 0, 100, 0, 0, 0, 0, 0, 0}, pushes: []int{0, 0, 0, 0, 0, 0, 30, 10, 10, 10},
+			outage: [2]time.Duration{3 * time.Second, 6 * time.Second},
+			want:   RateBound{Tenant: "t", Seconds: 3, Starts: 30, Rate: 10}, wantOK: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rateRun(tt.accepted, tt.pushes)
+			if tt.outage[1] > 0 {
+				r.OutageStart, r.WorkersReady = r.Start.Add(tt.outage[0]), r.Start.Add(tt.outage[1])
+			}
+			got, ok := r.rateBound("t", r.Scenario.Limits.ProcessRate)
+			if ok != tt.wantOK {
+				t.Fatalf("rate-bound %t, want %t (%+v)", ok, tt.wantOK, got)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("rate-bound (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWithinRate(t *testing.T) {
+	for _, tt := range []struct {
+		rate float64
+		want bool
+	}{{40, true}, {36, true}, {44, true}, {35.9, false}, {44.1, false}, {20, false}} {
+		if got := withinRate(tt.rate, 40); got != tt.want {
+			t.Errorf("withinRate(%v, 40) = %t, want %t", tt.rate, got, tt.want)
+		}
+	}
+}
+
+// fleetResult returns a fleet run of the noisy scenario that meets every
+// check, and its baseline, for TestFleetChecks to spoil.
+func fleetResult() *FleetResult {
+	sc := noisy(false)
+	sc.Workers = FleetWorkers
+	run := &Result{Scenario: sc, Mode: ModeFleet, Drained: true, Gateways: FleetGateways,
+		Accounting: Accounting{Accepted: 100, Processed: 100},
+		Quiet:      TenantStats{Latency: Quantiles{P95: 11 * time.Millisecond}},
+		LimitsSeen: &LimitsSeen{MaxInFlight: map[string]int64{"noisy": 10, "quiet-1": 2},
+			Rates: []RateBound{{Tenant: "noisy", Seconds: 49, Starts: 1960, Rate: 40}}}}
+	base := &Result{Scenario: sc.WithoutOthers(), Mode: ModeFleet, Baseline: true, Drained: true,
+		Accounting: Accounting{Accepted: 50, Processed: 50},
+		Quiet:      TenantStats{Latency: Quantiles{P95: 10 * time.Millisecond}}}
+	return &FleetResult{Scenario: sc, Redis: RedisSingle, Run: run, Baseline: base}
+}
+
+func TestFleetChecks(t *testing.T) {
+	tests := []struct {
+		name     string
+		spoil    func(*FleetResult)
+		wantFail string // the check that fails, by a word of its name; "" for none
+	}{
+		{"all met", func(*FleetResult) {}, ""},
+		{"concurrency exceeded", func(fr *FleetResult) { fr.Run.LimitsSeen.MaxInFlight["noisy"] = 11 }, "Concurrency"},
+		{"rate too high", func(fr *FleetResult) { fr.Run.LimitsSeen.Rates[0].Rate = 45 }, "Rate"},
+		{"rate too low", func(fr *FleetResult) { fr.Run.LimitsSeen.Rates[0].Rate = 30 }, "Rate"},
+		{"quiet tenants slowed", func(fr *FleetResult) { fr.Run.Quiet.Latency.P95 = 13 * time.Millisecond }, "Latency"},
+		{"a message lost", func(fr *FleetResult) { fr.Run.Accounting.Lost, fr.Run.Accounting.Processed = 1, 99 }, "Nothing lost"},
+		{"baseline not drained", func(fr *FleetResult) { fr.Baseline.Drained = false }, "Nothing lost"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fr := fleetResult()
+			tt.spoil(fr)
+			cs := FleetChecks(fr)
+			if len(cs) != 4 {
+				t.Fatalf("%d checks, want 4: %+v", len(cs), cs)
+			}
+			for _, c := range cs {
+				if c.Missing {
+					t.Errorf("%s: not measured (%s)", c.Name, c.Measured)
+				}
+				wantPass := tt.wantFail == "" || !strings.HasPrefix(c.Name, tt.wantFail)
+				if c.Pass != wantPass {
+					t.Errorf("%s: pass %t, want %t (measured %s)", c.Name, c.Pass, wantPass, c.Measured)
+				}
+			}
+		})
+	}
+}
+
+func TestFleetChecksOutage(t *testing.T) {
+	sc := outage(false)
+	r := &Result{Scenario: sc, Mode: ModeFleet, Drained: true, Accounting: Accounting{Accepted: 10, Processed: 10},
+		Recovery:   &Recovery{Baseline: 10 * time.Millisecond, Threshold: 12 * time.Millisecond, FreshP95: 30 * time.Millisecond},
+		LimitsSeen: &LimitsSeen{MaxInFlight: map[string]int64{"quiet-1": 3}}}
+	cs := FleetChecks(&FleetResult{Scenario: sc, Redis: RedisCluster, Run: r})
+	got := map[string]string{}
+	for _, c := range cs {
+		verdict := "pass"
+		switch {
+		case c.Missing:
+			verdict = "missing"
+		case !c.Pass:
+			verdict = "fail"
+		}
+		got[strings.Fields(c.Name)[0]] = verdict
+	}
+	want := map[string]string{"Concurrency:": "pass", "Rate:": "missing", "Latency:": "fail", "Nothing": "pass"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("checks (-want +got):\n%s", diff)
+	}
+}
