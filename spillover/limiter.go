@@ -253,12 +253,12 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		return v, err
 	}
 	if y.on && !y.rate.Unlimited() {
-		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate, m); err != nil || v.Action != consumer.Dispatch {
+		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate, m, false); err != nil || v.Action != consumer.Dispatch {
 			l.release(permit, id)
 			return v, err
 		}
 	}
-	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, m)
+	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, m, !y.on)
 	if err != nil || v.Action != consumer.Dispatch {
 		l.release(permit, id)
 		return v, err
@@ -311,8 +311,13 @@ func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int
 		v, err := l.failed(label, id, err)
 		return slots{}, v, err
 	}
-	if v, ok := l.holdForSlot(label, id, concurrency, m); ok {
-		return slots{}, v, nil
+	// Old work does not wait in a worker slot while fresh work comes: the
+	// holds are few, and fresh messages refused one would be spilled
+	// behind the old ones, and come back old themselves.
+	if !y.on {
+		if v, ok := l.holdForSlot(label, id, concurrency, m); ok {
+			return slots{}, v, nil
+		}
 	}
 	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, concurrency)), nil
 }
@@ -398,7 +403,7 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 // this worker's share of the rate, behind the messages spilled before it,
 // so that spilled messages come back at the rate rather than all at the
 // next token.
-func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, m *consumer.Message) (consumer.Verdict, error) {
+func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, m *consumer.Message, mayHold bool) (consumer.Verdict, error) {
 	d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
 	if err != nil {
 		return l.failed(label, id, err)
@@ -410,9 +415,12 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 	// here for one.
 	n := l.holds.count(key)
 	wait := d.RetryAfter + time.Duration(float64(n)/lim.Rate*float64(time.Second))
-	if v, ok := l.holdForToken(label, key, n, wait, m); ok {
-		return v, nil
+	if mayHold { // not old work while fresh work comes: see acquire
+		if v, ok := l.holdForToken(label, key, n, wait, m); ok {
+			return v, nil
+		}
 	}
+
 	delay := l.turn(ctx, l.pacer, key, lim.Rate, wait)
 	if m.Spare > 0 && delay > time.Second {
 		// SQS rounds a delay up to whole seconds, and a message back
