@@ -319,7 +319,11 @@ func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int
 			return slots{}, v, nil
 		}
 	}
-	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, concurrency)), nil
+	line := concurrencyKey(id)
+	if y.on {
+		line = backlogConcurrencyKey(id)
+	}
+	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, line, concurrency)), nil
 }
 
 // yielding is what a tenant's old work may use while fresh work of the
@@ -421,7 +425,11 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 		}
 	}
 
-	delay := l.turn(ctx, l.pacer, key, lim.Rate, wait)
+	line := key
+	if !mayHold && key == processKey(id) {
+		line = backlogKey(id) // see concurrencyWait
+	}
+	delay := l.turn(ctx, l.pacer, line, lim.Rate, wait)
 	if m.Spare > 0 && delay > time.Second {
 		// SQS rounds a delay up to whole seconds, and a message back
 		// after its turn may find its token gone (past the burst). A
@@ -498,13 +506,19 @@ func (l *Limiter) hold(label, reason string, d time.Duration, wake <-chan struct
 // concurrency ÷ its mean job time, at this worker's share), so that the
 // messages waiting for a slot come back about as fast as slots free up
 // rather than all of them every few seconds.
-func (l *Limiter) concurrencyWait(ctx context.Context, tenant string, concurrency int) time.Duration {
+//
+// The line is the tenant's, or, for old work while fresh work comes, one
+// of old work's own (at the same rate): behind the old messages spilled
+// before it, a fresh message would wait past the backlog age and come
+// back old itself. Once the fresh work stops, old work takes its turns in
+// the tenant's line again.
+func (l *Limiter) concurrencyWait(ctx context.Context, tenant, line string, concurrency int) time.Duration {
 	short := l.concurrencyDelay()
 	mean, ok := l.jobs.of(tenant)
 	if !ok || concurrency <= 0 {
 		return short
 	}
-	return l.turn(ctx, l.waiting, concurrencyKey(tenant), float64(concurrency)/mean.Seconds(), short)
+	return l.turn(ctx, l.waiting, line, float64(concurrency)/mean.Seconds(), short)
 }
 
 // turn takes the next turn of key, turns coming rate a second, none

@@ -249,6 +249,9 @@ func TestLimiterVerdicts(t *testing.T) {
 				{tenant: "acme", old: true, want: spill("concurrency", 2500*ms)},
 				{tenant: "acme", want: dispatch},
 				{tenant: "acme", want: dispatch},
+				// Not behind the old message spilled before it: old work
+				// has a line of its own while fresh work comes.
+				{tenant: "acme", want: spill("concurrency", 2500*ms)},
 				{tenant: "acme", want: spill("concurrency", 2600*ms)},
 			},
 		},
