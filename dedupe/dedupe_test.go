@@ -208,3 +208,33 @@ func BenchmarkRedisClaimComplete(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMemoryClaimComplete: a worker's claim and completion of each
+// message it runs, with the store full (its bound of ids), so that each
+// claim also forgets the oldest.
+func BenchmarkMemoryClaimComplete(b *testing.B) {
+	m := dedupe.NewMemory(dedupe.MemoryConfig{})
+	ctx := context.Background()
+	ids := make([]string, 4*dedupe.MaxLocalDefault)
+	for i := range ids {
+		ids[i] = fmt.Sprint("0198c0de-bench-", i)
+	}
+	run := func(id string) {
+		c, err := m.Claim(ctx, id)
+		if err != nil || c.Outcome != dedupe.Run {
+			b.Fatalf("claim %s: %+v, %v", id, c, err)
+		}
+		if err := m.Complete(ctx, id, c.Token); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, id := range ids[:dedupe.MaxLocalDefault] {
+		run(id)
+	}
+	b.ReportAllocs()
+	i := dedupe.MaxLocalDefault
+	for b.Loop() {
+		run(ids[i%len(ids)])
+		i++
+	}
+}
