@@ -186,6 +186,37 @@ func TestMemoryBound(t *testing.T) {
 	}
 }
 
+// TestMemoryTokens: every claim has a token of its own, across the
+// batches in which they are made, and only its own completes it.
+func TestMemoryTokens(t *testing.T) {
+	t.Parallel()
+	m := dedupe.NewMemory(dedupe.MemoryConfig{})
+	ctx := context.Background()
+	seen := map[string]string{}   // id by token
+	tokens := map[string]string{} // token by id
+	for i := range 1000 {
+		id := fmt.Sprint("m", i)
+		c := claim(t, m, id)
+		if prev, dup := seen[c.Token]; dup || c.Token == "" {
+			t.Fatalf("claim of %s: token %q, already %s's", id, c.Token, prev)
+		}
+		seen[c.Token], tokens[id] = id, c.Token
+	}
+	// Another claim's token does not complete m999's.
+	if err := m.Complete(ctx, "m999", tokens["m998"]); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(t, m, "m999"); c.Outcome != dedupe.Running {
+		t.Errorf("m999 after a completion with another's token: %v, want running", c.Outcome)
+	}
+	if err := m.Complete(ctx, "m999", tokens["m999"]); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(t, m, "m999"); c.Outcome != dedupe.Duplicate {
+		t.Errorf("m999 after its completion: %v, want duplicate", c.Outcome)
+	}
+}
+
 func BenchmarkRedisClaimComplete(b *testing.B) {
 	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(b)})
 	defer client.Close()

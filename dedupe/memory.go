@@ -3,7 +3,6 @@ package dedupe
 import (
 	"cmp"
 	"context"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -36,8 +35,11 @@ type Memory struct {
 	oldest, newest *record
 	// claims numbers the claims: a claim's token is its number, which no
 	// other claim of this store has. (Redis's tokens are random: there
-	// they tell the claims of many workers apart.)
+	// they tell the claims of many workers apart.) tokens holds the
+	// tokens of the next claims, written out together: each claim's is a
+	// piece of it, which costs no allocation of its own.
 	claims uint64
+	tokens string
 	// spare is the last record forgotten, for the next new id: past the
 	// bound, each claim forgets one id and remembers another.
 	spare *record
@@ -93,9 +95,33 @@ func (m *Memory) Claim(_ context.Context, id string) (Claim, error) {
 	default:
 		return Claim{Outcome: Running, RetryAfter: r.expires.Sub(now)}, nil
 	}
-	m.claims++
-	r.token, r.expires = strconv.FormatUint(m.claims, 36), now.Add(m.lease)
+	r.token, r.expires = m.nextToken(), now.Add(m.lease)
 	return Claim{Outcome: Run, Token: r.token}, nil
+}
+
+// tokenWidth is the width of a token: claim numbers in hexadecimal, zero
+// padded, unique for 16^12 claims.
+const (
+	tokenWidth = 12
+	tokensMade = 256 // at a time
+)
+
+// nextToken returns the token of a new claim.
+func (m *Memory) nextToken() string {
+	if m.tokens == "" {
+		b := make([]byte, 0, tokenWidth*tokensMade)
+		for i := range uint64(tokensMade) {
+			n := m.claims + i
+			for shift := 4 * (tokenWidth - 1); shift >= 0; shift -= 4 {
+				b = append(b, "0123456789abcdef"[n>>shift&0xf])
+			}
+		}
+		m.tokens = string(b)
+	}
+	t := m.tokens[:tokenWidth]
+	m.tokens = m.tokens[tokenWidth:]
+	m.claims++
+	return t
 }
 
 // Complete remembers a claimed id as done for the window.
