@@ -244,6 +244,22 @@ func (j *job) park() {
 // dedupeTimeout bounds a call to the Deduper on a job's path.
 const dedupeTimeout = 2 * time.Second
 
+// dedupeContext returns the context of a call to the Deduper: the job's,
+// or when detached the job's without its end, bounded by dedupeTimeout.
+// An in-memory Deduper waits on nothing and looks at no context: it gets
+// the job's context as it is, without the timer and the allocations of a
+// deadline at each claim and completion.
+func (j *job) dedupeContext(detached bool) (context.Context, context.CancelFunc) {
+	if _, ok := j.w.cfg.Dedupe.(*dedupe.Memory); ok {
+		return j.ctx, func() {}
+	}
+	ctx := j.ctx
+	if detached {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return context.WithTimeout(ctx, dedupeTimeout)
+}
+
 // claim claims the message's id with the Deduper before it is pushed. It
 // reports whether the message is to run: not when a copy of it ran to
 // success (deleted without a push) or runs on another worker now (sent
@@ -255,7 +271,7 @@ func (j *job) claim() bool {
 	if w.cfg.Dedupe == nil {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(j.ctx, dedupeTimeout)
+	ctx, cancel := j.dedupeContext(false)
 	c, err := w.cfg.Dedupe.Claim(ctx, d.msg.ID)
 	cancel()
 	switch {
@@ -284,7 +300,7 @@ func (j *job) resolveClaim(success bool) {
 		return
 	}
 	w.hb.claimed(j.f, dedupe.Lease{})
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.ctx), dedupeTimeout)
+	ctx, cancel := j.dedupeContext(true)
 	defer cancel()
 	var err error
 	if success {

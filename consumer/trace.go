@@ -48,11 +48,27 @@ func (d *delivery) producerContext() trace.SpanContext {
 
 // startSpan starts the delivery's consumer span and puts it in the job's
 // context.
+//
+// With the process's own tracer provider, a delivery whose producer's
+// context the sampler leaves out (telemetry.HeadSampler: under a
+// parentbased_ sampler, the producer span was not sampled) makes no span
+// and no context: the push carries the producer's context, unsampled, as
+// the message's traceparent, so that the application leaves it out too.
 func (j *job) startSpan() {
 	if j.w.tracer == nil {
 		return
 	}
 	d := j.d
+	if head := telemetry.HeadSamplerOf(j.w.cfg.TracerProvider); head != nil {
+		tp := d.meta.Traceparent // as producerContext
+		if tp == "" {
+			tp = d.msg.Traceparent
+		}
+		if p := telemetry.ParseTraceparent(tp); p.IsValid() && !p.IsSampled() && !head.Sampled(p, p.TraceID()) {
+			d.msg.Traceparent = tp
+			return
+		}
+	}
 	ctx := j.ctx
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
 	if p := d.producerContext(); p.IsValid() {

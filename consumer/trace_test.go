@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -259,4 +260,62 @@ func TestTraceFailure(t *testing.T) {
 			t.Errorf("status %v %q, outcome %q; want Error, the push's error, retry", s.Status.Code, s.Status.Description, attrOf(s, "fairq.outcome").AsString())
 		}
 	})
+}
+
+// TestTraceHeadSampling: with the process's own tracer provider, which
+// decides sampling before a span starts, a delivery whose producer span
+// was not sampled makes no span, and the push carries the producer's
+// context and tracestate as they came; a sampled producer's delivery has
+// its consumer span, whose context the push carries.
+func TestTraceHeadSampling(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	env := map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}
+	p, err := telemetry.New(context.Background(), telemetry.Config{Getenv: func(k string) string { return env[k] }, Exporter: exp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	tp := p.TracerProvider()
+	if telemetry.HeadSamplerOf(tp) == nil {
+		t.Fatal("the provider decides nothing before a span starts")
+	}
+	unsampled := strings.TrimSuffix(traceparent, "01") + "00"
+	for _, tt := range []struct {
+		name, tp string
+		spans    int
+	}{
+		{"unsampled producer", unsampled, 0},
+		{"sampled producer", traceparent, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			exp.Reset()
+			b, names := setup(t, "memory")
+			meta := envelope.Meta{EnqueuedAt: time.Now().UnixMilli(), ID: "id-1", Traceparent: tt.tp, Tracestate: "congo=t61rcWkgMzE"}
+			send(t, b, names.Live[0], msg{tenant: "acme", meta: &meta})
+			url, reqs := app(t, nil)
+			w := start(t, consumer.Config{Backend: b, Names: names, Handler: newPush(t, consumer.PushConfig{URL: url}), TracerProvider: tp})
+			req := recv(t, reqs, 10*time.Second, "push")
+			stop(t, w)
+			if err := tp.(interface{ ForceFlush(context.Context) error }).ForceFlush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			spans := consumerSpans(exp.GetSpans())
+			if len(spans) != tt.spans {
+				t.Fatalf("%d consumer spans, want %d", len(spans), tt.spans)
+			}
+			wantTP := tt.tp
+			if tt.spans > 0 {
+				wantTP, _ = telemetry.Format(spans[0].SpanContext)
+				if spans[0].Parent.SpanID() != telemetry.SpanContextOf(tt.tp, "").SpanID() {
+					t.Errorf("consumer span's parent %v, want the producer's", spans[0].Parent.SpanID())
+				}
+			}
+			if got := req.header.Get("traceparent"); got != wantTP {
+				t.Errorf("push traceparent %q, want %q", got, wantTP)
+			}
+			if got := req.header.Get("tracestate"); got != "congo=t61rcWkgMzE" {
+				t.Errorf("push tracestate %q, want the producer's congo=t61rcWkgMzE", got)
+			}
+		})
+	}
 }

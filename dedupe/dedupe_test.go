@@ -186,6 +186,37 @@ func TestMemoryBound(t *testing.T) {
 	}
 }
 
+// TestMemoryTokens: every claim has a token of its own, across the
+// batches in which they are made, and only its own completes it.
+func TestMemoryTokens(t *testing.T) {
+	t.Parallel()
+	m := dedupe.NewMemory(dedupe.MemoryConfig{})
+	ctx := context.Background()
+	seen := map[string]string{}   // id by token
+	tokens := map[string]string{} // token by id
+	for i := range 1000 {
+		id := fmt.Sprint("m", i)
+		c := claim(t, m, id)
+		if prev, dup := seen[c.Token]; dup || c.Token == "" {
+			t.Fatalf("claim of %s: token %q, already %s's", id, c.Token, prev)
+		}
+		seen[c.Token], tokens[id] = id, c.Token
+	}
+	// Another claim's token does not complete m999's.
+	if err := m.Complete(ctx, "m999", tokens["m998"]); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(t, m, "m999"); c.Outcome != dedupe.Running {
+		t.Errorf("m999 after a completion with another's token: %v, want running", c.Outcome)
+	}
+	if err := m.Complete(ctx, "m999", tokens["m999"]); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(t, m, "m999"); c.Outcome != dedupe.Duplicate {
+		t.Errorf("m999 after its completion: %v, want duplicate", c.Outcome)
+	}
+}
+
 func BenchmarkRedisClaimComplete(b *testing.B) {
 	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(b)})
 	defer client.Close()
@@ -206,5 +237,35 @@ func BenchmarkRedisClaimComplete(b *testing.B) {
 		if err := s.Complete(ctx, id, c.Token); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkMemoryClaimComplete: a worker's claim and completion of each
+// message it runs, with the store full (its bound of ids), so that each
+// claim also forgets the oldest.
+func BenchmarkMemoryClaimComplete(b *testing.B) {
+	m := dedupe.NewMemory(dedupe.MemoryConfig{})
+	ctx := context.Background()
+	ids := make([]string, 4*dedupe.MaxLocalDefault)
+	for i := range ids {
+		ids[i] = fmt.Sprint("0198c0de-bench-", i)
+	}
+	run := func(id string) {
+		c, err := m.Claim(ctx, id)
+		if err != nil || c.Outcome != dedupe.Run {
+			b.Fatalf("claim %s: %+v, %v", id, c, err)
+		}
+		if err := m.Complete(ctx, id, c.Token); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, id := range ids[:dedupe.MaxLocalDefault] {
+		run(id)
+	}
+	b.ReportAllocs()
+	i := dedupe.MaxLocalDefault
+	for b.Loop() {
+		run(ids[i%len(ids)])
+		i++
 	}
 }

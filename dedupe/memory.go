@@ -2,7 +2,6 @@ package dedupe
 
 import (
 	"cmp"
-	"container/list"
 	"context"
 	"sync"
 	"time"
@@ -29,17 +28,29 @@ type Memory struct {
 	max           int
 	now           func() time.Time
 
-	mu    sync.Mutex
-	ids   map[string]*record
-	order list.List // of *record, oldest first
+	mu  sync.Mutex
+	ids map[string]*record
+	// oldest and newest end the list of the records by age, in which
+	// each links to the next newer one and the one before.
+	oldest, newest *record
+	// claims numbers the claims: a claim's token is its number, which no
+	// other claim of this store has. (Redis's tokens are random: there
+	// they tell the claims of many workers apart.) tokens holds the
+	// tokens of the next claims, written out together: each claim's is a
+	// piece of it, which costs no allocation of its own.
+	claims uint64
+	tokens string
+	// spare is the last record forgotten, for the next new id: past the
+	// bound, each claim forgets one id and remembers another.
+	spare *record
 }
 
 type record struct {
-	id      string
-	token   string // while running
-	done    bool
-	expires time.Time // of the lease while running; of the window once done
-	elem    *list.Element
+	id         string
+	token      string // while running
+	done       bool
+	expires    time.Time // of the lease while running; of the window once done
+	prev, next *record   // older, newer
 }
 
 // NewMemory returns an empty Memory store.
@@ -70,16 +81,47 @@ func (m *Memory) Claim(_ context.Context, id string) (Claim, error) {
 	}
 	switch {
 	case r == nil:
-		r = &record{id: id}
+		r = m.spare
+		if r != nil {
+			m.spare = nil
+			*r = record{id: id}
+		} else {
+			r = &record{id: id}
+		}
 		m.ids[id] = r
-		r.elem = m.order.PushBack(r)
+		m.pushNewest(r)
 	case r.done:
 		return Claim{Outcome: Duplicate}, nil
 	default:
 		return Claim{Outcome: Running, RetryAfter: r.expires.Sub(now)}, nil
 	}
-	r.token, r.expires = newToken(), now.Add(m.lease)
+	r.token, r.expires = m.nextToken(), now.Add(m.lease)
 	return Claim{Outcome: Run, Token: r.token}, nil
+}
+
+// tokenWidth is the width of a token: claim numbers in hexadecimal, zero
+// padded, unique for 16^12 claims.
+const (
+	tokenWidth = 12
+	tokensMade = 256 // at a time
+)
+
+// nextToken returns the token of a new claim.
+func (m *Memory) nextToken() string {
+	if m.tokens == "" {
+		b := make([]byte, 0, tokenWidth*tokensMade)
+		for i := range uint64(tokensMade) {
+			n := m.claims + i
+			for shift := 4 * (tokenWidth - 1); shift >= 0; shift -= 4 {
+				b = append(b, "0123456789abcdef"[n>>shift&0xf])
+			}
+		}
+		m.tokens = string(b)
+	}
+	t := m.tokens[:tokenWidth]
+	m.tokens = m.tokens[tokenWidth:]
+	m.claims++
+	return t
 }
 
 // Complete remembers a claimed id as done for the window.
@@ -88,7 +130,8 @@ func (m *Memory) Complete(_ context.Context, id, token string) error {
 	defer m.mu.Unlock()
 	if r := m.owned(id, token); r != nil {
 		r.done, r.token, r.expires = true, "", m.now().Add(m.window)
-		m.order.MoveToBack(r.elem)
+		m.unlink(r)
+		m.pushNewest(r)
 	}
 	return nil
 }
@@ -132,13 +175,39 @@ func (m *Memory) owned(id, token string) *record {
 
 func (m *Memory) drop(r *record) {
 	delete(m.ids, r.id)
-	m.order.Remove(r.elem)
+	m.unlink(r)
+	m.spare = r
+}
+
+// pushNewest puts r, unlinked, at the newest end of the list.
+func (m *Memory) pushNewest(r *record) {
+	r.prev = m.newest
+	if m.newest != nil {
+		m.newest.next = r
+	} else {
+		m.oldest = r
+	}
+	m.newest = r
+}
+
+// unlink takes r out of the list.
+func (m *Memory) unlink(r *record) {
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		m.oldest = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		m.newest = r.prev
+	}
+	r.prev, r.next = nil, nil
 }
 
 // trim forgets the oldest ids beyond max, and expired ones at the front.
 func (m *Memory) trim(now time.Time) {
-	for el := m.order.Front(); el != nil; el = m.order.Front() {
-		r := el.Value.(*record)
+	for r := m.oldest; r != nil; r = m.oldest {
 		if len(m.ids) <= m.max && now.Before(r.expires) {
 			return
 		}

@@ -45,6 +45,9 @@ type requestFrame struct {
 	// span is the request's server span when the gateway traces (see
 	// traceRequest); the request's context carries it too when sampled.
 	span trace.Span
+	// traceparent is what the messages of a request left out by the
+	// sampler before any span was started carry (see traceRequest).
+	traceparent string
 }
 
 // requestIDs makes request ids: a random prefix per process and a counter,

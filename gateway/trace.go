@@ -62,15 +62,35 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 
 // traceRequest is the middleware of the server spans, inside frame. The
 // span is started with no attributes and named once the route is known.
-// A request the sampler left out keeps its span in its frame only, not in
-// a context of its own (which would copy the request), gets no
-// attributes, and its messages no producer span (see startProducers), so
-// that tracing at a small sampling ratio costs little more than none.
+//
+// With the process's own tracer provider, the sampling of a request is
+// decided before any span is started (telemetry.HeadSampler): a request
+// left out makes no span, and its messages carry the trace context it
+// passes on (unsampledTraceparent). With another provider, a request the
+// sampler left out keeps its span in its frame only, not in a context of
+// its own (which would copy the request), gets no attributes, and its
+// messages no producer span (see startProducers). Either way tracing at a
+// small sampling ratio costs little more than none.
 func (s *Server) traceRequest(next http.Handler) http.Handler {
+	head := telemetry.HeadSamplerOf(s.cfg.TracerProvider)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, span := s.tracer.Start(telemetry.ExtractHTTP(r.Context(), r.Header), r.Method, serverSpan...)
-		defer span.End()
 		f, _ := r.Context().Value(requestIDKey).(*requestFrame)
+		ctx := r.Context()
+		if head != nil {
+			tp, root := unsampledTraceparent(head, r.Header)
+			if tp != "" {
+				if f != nil {
+					f.traceparent = tp
+				}
+				next.ServeHTTP(w, r)
+				return
+			}
+			if root.IsValid() {
+				ctx = telemetry.WithTraceID(ctx, root) // the trace sampled on
+			}
+		}
+		ctx, span := s.tracer.Start(telemetry.ExtractHTTP(ctx, r.Header), r.Method, serverSpan...)
+		defer span.End()
 		if f != nil {
 			f.span = span
 		}
@@ -104,6 +124,40 @@ func (s *Server) traceRequest(next http.Handler) http.Handler {
 	})
 }
 
+// unsampledTraceparent decides whether a request is sampled, from its
+// traceparent. Left out, the request's messages carry the returned
+// traceparent, unsampled, so that the worker and the application leave
+// them out too: the caller's own, unchanged, or for a request that starts
+// a trace, one in a new trace. Sampled, it returns "" and, for a request
+// that starts a trace, the trace id it was sampled on, which its span is
+// to have.
+func unsampledTraceparent(head *telemetry.HeadSampler, h http.Header) (string, trace.TraceID) {
+	var parent trace.SpanContext
+	v := h[headerTraceparent]
+	if len(v) > 0 {
+		parent = telemetry.ParseTraceparent(v[0])
+	}
+	if parent.IsValid() {
+		if head.Sampled(parent, parent.TraceID()) {
+			return "", trace.TraceID{}
+		}
+		if len(v[0]) == telemetry.TraceparentLen && !parent.IsSampled() {
+			return v[0], trace.TraceID{}
+		}
+		// Sampled by the caller but not by a sampler that ignores the
+		// parent, or a later version's, longer than fairq-meta has room
+		// for: its version 00 form, unsampled.
+		tp, _ := telemetry.Format(parent.WithTraceFlags(parent.TraceFlags() &^ trace.FlagsSampled))
+		return tp, trace.TraceID{}
+	}
+	tid := telemetry.NewTraceID()
+	if head.Sampled(parent, tid) {
+		return "", tid
+	}
+	tp, _ := telemetry.Format(trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: telemetry.NewSpanID()}))
+	return tp, trace.TraceID{}
+}
+
 func scheme(r *http.Request) string {
 	if r.TLS != nil {
 		return "https"
@@ -124,7 +178,7 @@ func (s *Server) traceparentRoom() int {
 // sent, child of the request's span, and puts its context in the
 // message's fairq-meta. The span is named once the queue is picked. The
 // messages of a request the sampler left out get no span: they carry the
-// request's span context, unsampled, so that the worker leaves their
+// request's trace context, unsampled, so that the worker leaves their
 // deliveries out too.
 func (s *Server) startProducers(ctx context.Context, t string, es []entry) {
 	if s.tracer == nil {
@@ -132,6 +186,16 @@ func (s *Server) startProducers(ctx context.Context, t string, es []entry) {
 	}
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		f, _ := ctx.Value(requestIDKey).(*requestFrame)
+		if f != nil && f.traceparent != "" {
+			// Decided before any span: the caller's tracestate is
+			// already the messages' (prepare).
+			for i := range es {
+				if e := &es[i]; e.waiting() {
+					e.item.meta.Traceparent = f.traceparent
+				}
+			}
+			return
+		}
 		if f == nil || f.span == nil || !f.span.SpanContext().IsValid() {
 			return
 		}

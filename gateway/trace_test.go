@@ -254,26 +254,140 @@ func TestTraceServerError(t *testing.T) {
 	}
 }
 
+// headTracing returns the tracer provider of a process whose
+// OTEL_TRACES_SAMPLER is sampler (with its argument), which decides
+// sampling before it starts a span, and a function that returns the spans
+// it has exported.
+func headTracing(t testing.TB, sampler, arg string) (trace.TracerProvider, func() tracetest.SpanStubs) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	env := map[string]string{"OTEL_TRACES_SAMPLER": sampler, "OTEL_TRACES_SAMPLER_ARG": arg}
+	p, err := telemetry.New(context.Background(), telemetry.Config{Getenv: func(k string) string { return env[k] }, Exporter: exp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := p.TracerProvider()
+	if telemetry.HeadSamplerOf(tp) == nil {
+		t.Fatalf("%s: the provider decides nothing before a span starts", sampler)
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	return tp, func() tracetest.SpanStubs {
+		if err := tp.(interface{ ForceFlush(context.Context) error }).ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return exp.GetSpans()
+	}
+}
+
+// TestTraceHeadSampledOut: with the sampling decided before any span, a
+// caller's unsampled trace makes no span, and its message carries the
+// caller's traceparent and tracestate unchanged.
+func TestTraceHeadSampledOut(t *testing.T) {
+	tp, spans := headTracing(t, "parentbased_always_on", "")
+	f := setup(t, withTracing(tp))
+	unsampled := strings.TrimSuffix(callerTraceparent, "01") + "00"
+	w := f.do(t, request{key: acmeKey, body: `{"body":"x"}`, header: map[string]string{"traceparent": unsampled, "tracestate": callerTracestate}})
+	if w.Code != http.StatusAccepted {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	meta, attrs := metaOf(t, f, decode[accepted](t, w).Queue)
+	if meta.Traceparent != unsampled || meta.Tracestate != callerTracestate || attrs[envelope.AttrTraceparent] != unsampled {
+		t.Errorf("fairq-meta tp %q ts %q, traceparent attribute %q; want the caller's %q, %q and %q",
+			meta.Traceparent, meta.Tracestate, attrs[envelope.AttrTraceparent], unsampled, callerTracestate, unsampled)
+	}
+	// The same caller, sampled: the parent decides, and is followed.
+	w = f.do(t, request{key: acmeKey, body: `{"body":"x"}`, header: map[string]string{"traceparent": callerTraceparent}})
+	if w.Code != http.StatusAccepted {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	got := spans()
+	if len(spansNamed(got, "POST ")) != 1 || len(spansNamed(got, "send ")) != 1 || len(got) != 2 {
+		t.Fatalf("spans %v, want the sampled request's server and producer spans only", names(got))
+	}
+	if tid := got[0].SpanContext.TraceID().String(); tid != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("sampled request's spans in trace %s, want the caller's", tid)
+	}
+}
+
+// TestTraceHeadRatio: at a ratio, requests that start a trace are sampled
+// on their trace id as the SDK's sampler would, before any span: a
+// sampled one has its spans in that trace, its message its producer
+// span's context; one left out has no span and its message an unsampled
+// context of a trace of its own.
+func TestTraceHeadRatio(t *testing.T) {
+	tp, spans := headTracing(t, "parentbased_traceidratio", "0.5")
+	f := setup(t, withTracing(tp))
+	ratio := sdktrace.TraceIDRatioBased(0.5)
+	type sent struct {
+		id  string
+		ctx trace.SpanContext
+	}
+	var msgs []sent
+	for range 40 {
+		w := f.do(t, request{key: acmeKey, body: `{"body":"x"}`})
+		if w.Code != http.StatusAccepted {
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		a := decode[accepted](t, w)
+		meta, _ := metaOf(t, f, a.Queue)
+		sc := telemetry.SpanContextOf(meta.Traceparent, meta.Tracestate)
+		if !sc.IsValid() {
+			t.Fatalf("message %s: fairq-meta tp %q, want a valid trace context", a.ID, meta.Traceparent)
+		}
+		msgs = append(msgs, sent{a.ID, sc})
+	}
+	byTrace := map[trace.TraceID]tracetest.SpanStubs{}
+	for _, s := range spans() {
+		byTrace[s.SpanContext.TraceID()] = append(byTrace[s.SpanContext.TraceID()], s)
+	}
+	sampled := 0
+	for _, m := range msgs {
+		want := ratio.ShouldSample(sdktrace.SamplingParameters{ParentContext: context.Background(), TraceID: m.ctx.TraceID()}).Decision == sdktrace.RecordAndSample
+		if m.ctx.IsSampled() != want {
+			t.Errorf("message %s: sampled %v, want the ratio's decision on its trace id, %v", m.id, m.ctx.IsSampled(), want)
+		}
+		got := byTrace[m.ctx.TraceID()]
+		if !m.ctx.IsSampled() {
+			if len(got) != 0 {
+				t.Errorf("message %s left out, but its trace has spans %v", m.id, names(got))
+			}
+			continue
+		}
+		sampled++
+		prod := spansNamed(got, "send ")
+		if len(got) != 2 || len(prod) != 1 || prod[0].SpanContext.SpanID() != m.ctx.SpanID() || attr(prod[0], "messaging.message.id").AsString() != m.id {
+			t.Errorf("message %s sampled: its trace's spans %v, want a server span and the producer span of its context", m.id, names(got))
+		}
+	}
+	if sampled == 0 || sampled == len(msgs) {
+		t.Errorf("%d of %d requests sampled at 0.5, want some of each", sampled, len(msgs))
+	}
+}
+
 // BenchmarkEnqueueTracing is BenchmarkEnqueue's path with tracing off, at
 // 1% sampling (OTEL_TRACES_SAMPLER=parentbased_traceidratio, ARG=0.01)
-// and at 100%, spans queued to a batch processor whose exporter discards
+// and at 100%, with the tracer provider the process makes of those
+// variables, spans queued to a batch processor whose exporter discards
 // them.
 func BenchmarkEnqueueTracing(b *testing.B) {
 	for _, mode := range []struct {
-		name    string
-		sampler sdktrace.Sampler
+		name, sampler, arg string
 	}{
-		{"off", nil},
-		{"ratio=0.01", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))},
-		{"ratio=1", sdktrace.ParentBased(sdktrace.AlwaysSample())},
+		{"off", "", ""},
+		{"ratio=0.01", "parentbased_traceidratio", "0.01"},
+		{"ratio=1", "parentbased_always_on", ""},
 	} {
 		for _, par := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/parallelism=%d", mode.name, par), func(b *testing.B) {
 				var tp trace.TracerProvider
-				if mode.sampler != nil {
-					p := sdktrace.NewTracerProvider(sdktrace.WithSampler(mode.sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+				if mode.sampler != "" {
+					env := map[string]string{"OTEL_TRACES_SAMPLER": mode.sampler, "OTEL_TRACES_SAMPLER_ARG": mode.arg}
+					p, err := telemetry.New(context.Background(), telemetry.Config{Getenv: func(k string) string { return env[k] }, Exporter: tracetest.NewNoopExporter()})
+					if err != nil {
+						b.Fatal(err)
+					}
 					b.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-					tp = p
+					tp = p.TracerProvider()
 				}
 				f := setup(b, func(c *gateway.Config) {
 					c.Now = time.Now

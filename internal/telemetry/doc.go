@@ -9,6 +9,8 @@
 // message, whose context travels in fairq-meta (package envelope) through
 // every move; the worker makes a consumer span per delivery attempt, a
 // child of that producer span and linked to it, and hands its context to
-// the application in the push's traceparent header. The README's
-// "Tracing" section lists the spans and their attributes.
+// the application in the push's traceparent header. Both decide sampling
+// before they start a span (HeadSampler), so that a request or a delivery
+// the sampler leaves out costs next to nothing. The README's "Tracing"
+// section lists the spans and their attributes.
 package telemetry

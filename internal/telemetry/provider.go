@@ -41,7 +41,7 @@ type Config struct {
 // for no exporter it is off: TracerProvider returns nil, and the gateway
 // and the worker make no span at all.
 type Provider struct {
-	sdk *sdktrace.TracerProvider // nil when off
+	tp *tracerProvider // nil when off
 }
 
 // New builds the tracer provider the OTEL_* variables describe (see
@@ -82,18 +82,21 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}))
 	// Spans are queued and exported in batches (2048 queued at most: past
 	// that they are dropped, never waited for), so that a slow collector
-	// never holds up a request or a job.
+	// never holds up a request or a job. The ID generator lets a span
+	// whose sampling was decided first (HeadSampler) have the trace id
+	// it was decided on.
 	sdk := sdktrace.NewTracerProvider(
 		sdktrace.WithSampler(s.sampler),
 		sdktrace.WithResource(res),
 		sdktrace.WithBatcher(exp),
+		sdktrace.WithIDGenerator(idGenerator{}),
 	)
 	where := s.endpoint
 	if cfg.Exporter != nil {
 		where = "(given exporter)"
 	}
 	log.Info("tracing on", "endpoint", where, "service", s.serviceName, "sampler", s.samplerName)
-	return &Provider{sdk: sdk}, nil
+	return &Provider{tp: &tracerProvider{TracerProvider: sdk, head: s.head}}, nil
 }
 
 // newResource describes the process: service.name, version and instance,
@@ -119,16 +122,16 @@ func newResource(ctx context.Context, s settings, cfg Config) (*resource.Resourc
 }
 
 // Enabled reports whether spans are made and exported.
-func (p *Provider) Enabled() bool { return p != nil && p.sdk != nil }
+func (p *Provider) Enabled() bool { return p != nil && p.tp != nil }
 
 // TracerProvider returns the provider to give the gateway, the worker and
 // the SQS client; nil when tracing is off, which they take as "make no
-// span".
+// span". HeadSamplerOf gives its sampler's head decisions.
 func (p *Provider) TracerProvider() trace.TracerProvider {
 	if !p.Enabled() {
 		return nil
 	}
-	return p.sdk
+	return p.tp
 }
 
 // Shutdown exports the spans still queued and stops the exporter, within
@@ -138,7 +141,7 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	if !p.Enabled() {
 		return nil
 	}
-	if err := p.sdk.Shutdown(ctx); err != nil {
+	if err := p.tp.Shutdown(ctx); err != nil {
 		return fmt.Errorf("telemetry: flush spans: %w", err)
 	}
 	return nil

@@ -64,7 +64,8 @@ type settings struct {
 	gzip        bool
 	tls         *tls.Config // nil: the system's roots, no client certificate
 	sampler     sdktrace.Sampler
-	samplerName string // for the start-up log line
+	head        *HeadSampler // the sampler's decision made before a span starts
+	samplerName string       // for the start-up log line
 	serviceName string
 	attributes  []attribute.KeyValue // OTEL_RESOURCE_ATTRIBUTES, in order
 }
@@ -86,7 +87,7 @@ func readSettings(getenv func(string) string, defaultService string) (settings, 
 	s.readExporter(r)
 	s.readTransport(r)
 	var err error
-	if s.sampler, s.samplerName, err = readSampler(getenv); err != nil {
+	if s.sampler, s.head, s.samplerName, err = readSampler(getenv); err != nil {
 		r.errs = append(r.errs, err)
 	}
 	s.readResource(r, defaultService)
@@ -252,7 +253,7 @@ func checkURL(v, name string, bad func(string, ...any)) {
 
 // readSampler reads OTEL_TRACES_SAMPLER and its argument; the default is
 // parentbased_always_on, as the specification has it.
-func readSampler(getenv func(string) string) (sdktrace.Sampler, string, error) {
+func readSampler(getenv func(string) string) (sdktrace.Sampler, *HeadSampler, string, error) {
 	name := strings.ToLower(strings.TrimSpace(getenv(envSampler)))
 	if name == "" {
 		name = "parentbased_always_on"
@@ -261,7 +262,7 @@ func readSampler(getenv func(string) string) (sdktrace.Sampler, string, error) {
 	if arg := strings.TrimSpace(getenv(envSamplerArg)); arg != "" && strings.HasSuffix(name, "traceidratio") {
 		r, err := strconv.ParseFloat(arg, 64)
 		if err != nil || r < 0 || r > 1 {
-			return nil, "", fmt.Errorf("%s=%q: want a ratio between 0 and 1", envSamplerArg, arg)
+			return nil, nil, "", fmt.Errorf("%s=%q: want a ratio between 0 and 1", envSamplerArg, arg)
 		}
 		ratio = r
 	}
@@ -280,9 +281,9 @@ func readSampler(getenv func(string) string) (sdktrace.Sampler, string, error) {
 	case "parentbased_traceidratio":
 		s = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))
 	default:
-		return nil, "", fmt.Errorf("%s=%q: want always_on, always_off, traceidratio or their parentbased_ forms", envSampler, name)
+		return nil, nil, "", fmt.Errorf("%s=%q: want always_on, always_off, traceidratio or their parentbased_ forms", envSampler, name)
 	}
-	return s, s.Description(), nil
+	return s, newHeadSampler(name, ratio), s.Description(), nil
 }
 
 // parsePairs reads the key=value,key=value lists of
