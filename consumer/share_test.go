@@ -175,10 +175,14 @@ func (p *sharedPool) want(k int, members ...*member) map[string][]string {
 }
 
 // pickID returns the first of base-0, base-1, … that ok accepts: the
-// queue names are fresh for each test, and with them the assignment.
+// queue names are fresh for each test, and with them the assignment. An
+// id that must outrank a worker on one queue and not on another is rare
+// when that worker's hash on the first is near the top: a few in a
+// hundred names of queues leave no such id among the first hundred, so
+// the search goes on far longer (each try is two hashes).
 func pickID(t *testing.T, base string, ok func(id string) bool) string {
 	t.Helper()
-	for i := range 100 {
+	for i := range 100_000 {
 		if id := fmt.Sprintf("%s-%d", base, i); ok(id) {
 			return id
 		}
