@@ -216,7 +216,7 @@ func startCluster(masters, replicas int) (*Cluster, error) {
 // cluster bus port (port + 10000) is free too.
 func startClusterNode(bin, dir string, deadline time.Time) (string, *process, error) {
 	for try := 1; ; try++ {
-		port, err := clusterPort()
+		port, err := ClusterPort()
 		if err != nil {
 			return "", nil, err
 		}
@@ -248,8 +248,9 @@ func startClusterNode(bin, dir string, deadline time.Time) (string, *process, er
 	}
 }
 
-// clusterPort returns a free port below 55536 whose port + 10000 is free.
-func clusterPort() (int, error) {
+// ClusterPort returns a free port below 55536 whose port + 10000 is free
+// too, for a Redis Cluster node and its cluster bus.
+func ClusterPort() (int, error) {
 	for range 50 {
 		port, err := freePort()
 		if err != nil {

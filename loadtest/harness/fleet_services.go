@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fairq/fairq/internal/testenv"
 )
 
 // StartLocalCluster starts a Redis Cluster of masters masters and no
@@ -56,7 +58,7 @@ func StartLocalCluster(ctx context.Context, dir string, masters int) (*LocalServ
 // startClusterNode starts one cluster-enabled redis-server on a port whose
 // cluster bus port (port + 10000) is free too, and waits for its PING.
 func (s *LocalServices) startClusterNode(ctx context.Context, bin, dir string) (string, error) {
-	port, err := clusterPort()
+	port, err := testenv.ClusterPort()
 	if err != nil {
 		return "", err
 	}
@@ -75,27 +77,6 @@ func (s *LocalServices) startClusterNode(ctx context.Context, bin, dir string) (
 		return "", fmt.Errorf("redis-server on %s: %w", addr, err)
 	}
 	return addr, nil
-}
-
-// clusterPort returns a free port below 55536 whose port + 10000 is free
-// too, for a node's cluster bus.
-func clusterPort() (int, error) {
-	for range 50 {
-		port, err := freePort()
-		if err != nil {
-			return 0, err
-		}
-		if port+10000 > 65535 {
-			continue
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000)))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port, nil
-	}
-	return 0, errors.New("no free port pair for a cluster node")
 }
 
 // waitClusterOK waits until every node says cluster_state:ok: each knows
