@@ -140,6 +140,35 @@ func TestBackpressure(t *testing.T) {
 	}
 }
 
+// TestBacklogFullHeldForOneMessage: the gateway remembers a backlog_full
+// refusal, to refuse the tenant's next requests before their bodies, only
+// for as long as one message takes at the tenant's process_rate, although
+// Retry-After says a whole second. A tenant held at its max_backlog is so
+// admitted at the pace its messages end, not in one burst a second.
+func TestBacklogFullHeldForOneMessage(t *testing.T) {
+	t.Parallel()
+	full := tenant.Spec{ID: "full", APIKeys: []string{tenant.HashKey("full-key")},
+		Limits: tenant.Limits{ProcessRate: ptr(50.0), SoftBacklog: ptr(10), MaxBacklog: ptr(10)}}
+	bl := &fixedBacklog{}
+	bl.set("full", 10)
+	f := setup(t, withTenants(full), func(c *gateway.Config) { c.Backlog = bl })
+	send := func() *http.Response {
+		return f.do(t, request{key: "full-key", body: `{"body":"x"}`}).Result()
+	}
+	if r := send(); r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("at max_backlog: %d, Retry-After %q; want 429, 1", r.StatusCode, r.Header.Get("Retry-After"))
+	}
+	bl.set("full", 9) // a message ended
+	f.clock.Advance(19 * time.Millisecond)
+	if r := send(); r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("19 ms after backlog_full: %d, want 429 (remembered)", r.StatusCode)
+	}
+	f.clock.Advance(time.Millisecond) // a message's time at 50/s
+	if r := send(); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("20 ms after backlog_full, with room for one: %d, want 202", r.StatusCode)
+	}
+}
+
 // TestBacklogCounted: accepted messages are added to their tenant's
 // backlog, refused ones are not.
 func TestBacklogCounted(t *testing.T) {

@@ -443,13 +443,18 @@ func rateLimited(t tenant.Tenant, lim throttle.Limit, retry time.Duration) *Erro
 }
 
 // backlogWait estimates how long until a backlog falls by excess at the
-// tenant's processing rate: the Retry-After of backlog_full, a hint, since
-// it depends on the workers.
+// tenant's processing rate, a hint, since it depends on the workers. It is
+// the Retry-After of backlog_full, which the wire rounds up to whole
+// seconds, and how long the gateway remembers the refusal (refusals): not
+// rounded there, so that a tenant held at its max_backlog is admitted
+// about as fast as its messages end, not in one burst a second. Such a
+// burst lands on the few queues of the tenant's shard at once and makes
+// the quiet tenants that share them wait for it.
 func backlogWait(excess int64, rate float64) time.Duration {
 	if rate <= 0 {
 		return time.Minute
 	}
-	return min(max(time.Duration(float64(excess)/rate*float64(time.Second)), time.Second), time.Hour)
+	return min(max(time.Duration(float64(excess)/rate*float64(time.Second)), time.Millisecond), time.Hour)
 }
 
 // pendingSend is a message handed to the batcher.
