@@ -3,6 +3,7 @@ package dedupe_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -186,6 +187,42 @@ func TestMemoryBound(t *testing.T) {
 	}
 }
 
+// TestMemoryIDForms: the Memory store keeps ids in UUID form as their 16
+// bytes and others by a digest; every id stays itself: one that differs
+// from another by the case of a digit, by a dash or by a digit is another
+// id.
+func TestMemoryIDForms(t *testing.T) {
+	t.Parallel()
+	ids := []string{
+		"0198c0de-5e3b-7c1a-9f00-1234567890ab", // fairq's (version 7)
+		"0198C0DE-5E3B-7C1A-9F00-1234567890AB", // the same in capitals: another id
+		"0198c0de-5e3b-7c1a-9f00-1234567890ac",
+		"0198c0de5e3b-7c1a-9f00-1234567890ab-",
+		"0198c0de-5e3b-7c1a-9f00-1234567890ag", // not hexadecimal
+		"0198c0de-5e3b-7c1a-9f00-1234567890a",
+		"a", "",
+	}
+	m := dedupe.NewMemory(dedupe.MemoryConfig{})
+	ctx := context.Background()
+	for _, id := range ids {
+		c := claim(t, m, id)
+		if c.Outcome != dedupe.Run {
+			t.Fatalf("first claim of %q: %v, want run", id, c.Outcome)
+		}
+		if err := m.Complete(ctx, id, c.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		if c := claim(t, m, id); c.Outcome != dedupe.Duplicate {
+			t.Errorf("claim of %q after its completion: %v, want duplicate", id, c.Outcome)
+		}
+	}
+	if n := m.Len(); n != len(ids) {
+		t.Errorf("%d ids kept, want %d", n, len(ids))
+	}
+}
+
 // TestMemoryTokens: every claim has a token of its own, across the
 // batches in which they are made, and only its own completes it.
 func TestMemoryTokens(t *testing.T) {
@@ -242,13 +279,13 @@ func BenchmarkRedisClaimComplete(b *testing.B) {
 
 // BenchmarkMemoryClaimComplete: a worker's claim and completion of each
 // message it runs, with the store full (its bound of ids), so that each
-// claim also forgets the oldest.
+// claim also forgets the oldest. The ids are in fairq's form, a UUID.
 func BenchmarkMemoryClaimComplete(b *testing.B) {
 	m := dedupe.NewMemory(dedupe.MemoryConfig{})
 	ctx := context.Background()
 	ids := make([]string, 4*dedupe.MaxLocalDefault)
 	for i := range ids {
-		ids[i] = fmt.Sprint("0198c0de-bench-", i)
+		ids[i] = fmt.Sprintf("0198c0de-5e3b-7c1a-9f00-%012x", i) // fairq's id form
 	}
 	run := func(id string) {
 		c, err := m.Claim(ctx, id)
@@ -268,4 +305,20 @@ func BenchmarkMemoryClaimComplete(b *testing.B) {
 		run(ids[i%len(ids)])
 		i++
 	}
+}
+
+// BenchmarkMemoryFullGC: a garbage collection with a full Memory store
+// live, which a worker's process pays at every cycle.
+func BenchmarkMemoryFullGC(b *testing.B) {
+	m := dedupe.NewMemory(dedupe.MemoryConfig{})
+	ctx := context.Background()
+	for i := range dedupe.MaxLocalDefault {
+		id := fmt.Sprintf("0198c0de-5e3b-7c1a-9f00-%012x", i)
+		c, _ := m.Claim(ctx, id)
+		_ = m.Complete(ctx, id, c.Token)
+	}
+	for b.Loop() {
+		runtime.GC()
+	}
+	runtime.KeepAlive(m)
 }

@@ -3,6 +3,7 @@ package dedupe
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"sync"
 	"time"
 )
@@ -23,16 +24,32 @@ type MemoryConfig struct {
 }
 
 // Memory keeps the ids of one worker.
+//
+// A full store holds Max ids, a hundred thousand by default, and a worker
+// claims and completes one for every message it runs. So the store holds
+// no pointer for the garbage collector to follow: an id is kept as 16
+// bytes (key), and its record in a ring of records in the order of their
+// claims, which the map of ids points into by a record's sequence number.
+// A completion updates its claim's record where it is. A record whose id
+// was released, or claimed again after its lease lapsed, is left in the
+// ring and skipped when the ring's oldest end reaches it.
+//
+// The oldest ids are forgotten first, by the order of their claims. An
+// expired id is forgotten once the ring's oldest end reaches it, and
+// until then counts as forgotten (Claim looks at its expiry).
 type Memory struct {
 	window, lease time.Duration
 	max           int
 	now           func() time.Time
 
 	mu  sync.Mutex
-	ids map[string]*record
-	// oldest and newest end the list of the records by age, in which
-	// each links to the next newer one and the one before.
-	oldest, newest *record
+	ids map[key]uint64 // id → the sequence number of its record
+	// ring holds the records from tail (the oldest) to head (the next),
+	// record s at ring[s&(len(ring)-1)]; its length is a power of two
+	// that grows, up to ringMost, as the records need.
+	ring       []record
+	tail, head uint64
+	ringMost   int
 	// claims numbers the claims: a claim's token is its number, which no
 	// other claim of this store has. (Redis's tokens are random: there
 	// they tell the claims of many workers apart.) tokens holds the
@@ -40,18 +57,25 @@ type Memory struct {
 	// piece of it, which costs no allocation of its own.
 	claims uint64
 	tokens string
-	// spare is the last record forgotten, for the next new id: past the
-	// bound, each claim forgets one id and remembers another.
-	spare *record
 }
 
+// key is an id as the store keeps it: the 16 bytes of an id in the
+// lower-case UUID form of fairq's and SQS's ids, else the first 16 bytes
+// of the SHA-256 of the id.
+type key [16]byte
+
+// record is an id's state: running under a claim (token is the claim's
+// number) until expires, or done (token 0) and remembered until expires.
 type record struct {
-	id         string
-	token      string // while running
-	done       bool
-	expires    time.Time // of the lease while running; of the window once done
-	prev, next *record   // older, newer
+	id      key
+	token   uint64
+	expires int64 // Unix nanoseconds
 }
+
+// ringLeast is the ring's first length. The ring grows to hold, besides
+// the Max records of the ids kept, the released and lapsed ones between
+// them: up to twice Max in all before it forgets ids early.
+const ringLeast = 1024
 
 // NewMemory returns an empty Memory store.
 func NewMemory(cfg MemoryConfig) *Memory {
@@ -60,7 +84,11 @@ func NewMemory(cfg MemoryConfig) *Memory {
 		lease:  cmp.Or(cfg.Lease, LeaseDefault),
 		max:    cmp.Or(cfg.Max, MaxLocalDefault),
 		now:    cfg.Now,
-		ids:    make(map[string]*record),
+		ids:    make(map[key]uint64),
+	}
+	m.ringMost = ringLeast
+	for m.ringMost < 2*m.max {
+		m.ringMost *= 2
 	}
 	if m.now == nil {
 		m.now = time.Now
@@ -70,33 +98,64 @@ func NewMemory(cfg MemoryConfig) *Memory {
 
 // Claim claims a message id (see the package documentation).
 func (m *Memory) Claim(_ context.Context, id string) (Claim, error) {
+	k := keyOf(id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
+	now := m.now().UnixNano()
 	m.trim(now)
-	r := m.ids[id]
-	if r != nil && !now.Before(r.expires) {
-		m.drop(r)
-		r = nil
-	}
-	switch {
-	case r == nil:
-		r = m.spare
-		if r != nil {
-			m.spare = nil
-			*r = record{id: id}
-		} else {
-			r = &record{id: id}
+	if seq, ok := m.ids[k]; ok {
+		r := m.at(seq)
+		switch {
+		case now >= r.expires:
+			delete(m.ids, k) // lapsed: claimed anew below
+		case r.token == 0:
+			return Claim{Outcome: Duplicate}, nil
+		default:
+			return Claim{Outcome: Running, RetryAfter: time.Duration(r.expires - now)}, nil
 		}
-		m.ids[id] = r
-		m.pushNewest(r)
-	case r.done:
-		return Claim{Outcome: Duplicate}, nil
-	default:
-		return Claim{Outcome: Running, RetryAfter: r.expires.Sub(now)}, nil
 	}
-	r.token, r.expires = m.nextToken(), now.Add(m.lease)
-	return Claim{Outcome: Run, Token: r.token}, nil
+	token := m.nextToken()
+	m.ids[k] = m.push(record{id: k, token: m.claims, expires: now + int64(m.lease)})
+	return Claim{Outcome: Run, Token: token}, nil
+}
+
+// keyOf returns the key of an id.
+func keyOf(id string) key {
+	var k key
+	if len(id) == 36 && id[8] == '-' && id[13] == '-' && id[18] == '-' && id[23] == '-' {
+		n := 0
+		for i := 0; i < 36; i += 2 {
+			if i == 8 || i == 13 || i == 18 || i == 23 {
+				i++
+			}
+			hi, ok1 := unhex(id[i])
+			lo, ok2 := unhex(id[i+1])
+			if !ok1 || !ok2 {
+				n = -1
+				break
+			}
+			k[n] = hi<<4 | lo
+			n++
+		}
+		if n == len(k) {
+			return k
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	copy(k[:], sum[:])
+	return k
+}
+
+// unhex returns the value of a lower-case hexadecimal digit: an upper-case
+// one would make "A" and "a" the same id, which as strings they are not.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // tokenWidth is the width of a token: claim numbers in hexadecimal, zero
@@ -106,12 +165,12 @@ const (
 	tokensMade = 256 // at a time
 )
 
-// nextToken returns the token of a new claim.
+// nextToken numbers a new claim (m.claims, from 1) and returns its token.
 func (m *Memory) nextToken() string {
 	if m.tokens == "" {
 		b := make([]byte, 0, tokenWidth*tokensMade)
 		for i := range uint64(tokensMade) {
-			n := m.claims + i
+			n := m.claims + 1 + i
 			for shift := 4 * (tokenWidth - 1); shift >= 0; shift -= 4 {
 				b = append(b, "0123456789abcdef"[n>>shift&0xf])
 			}
@@ -124,24 +183,40 @@ func (m *Memory) nextToken() string {
 	return t
 }
 
+// claimOf returns the claim number a token stands for, or 0.
+func claimOf(token string) uint64 {
+	if len(token) != tokenWidth {
+		return 0
+	}
+	var n uint64
+	for i := range tokenWidth {
+		d, ok := unhex(token[i])
+		if !ok {
+			return 0
+		}
+		n = n<<4 | uint64(d)
+	}
+	return n
+}
+
 // Complete remembers a claimed id as done for the window.
 func (m *Memory) Complete(_ context.Context, id, token string) error {
+	k := keyOf(id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if r := m.owned(id, token); r != nil {
-		r.done, r.token, r.expires = true, "", m.now().Add(m.window)
-		m.unlink(r)
-		m.pushNewest(r)
+	if r, ok := m.owned(k, token); ok {
+		r.token, r.expires = 0, m.now().Add(m.window).UnixNano()
 	}
 	return nil
 }
 
 // Release forgets a claimed id: the message may run again.
 func (m *Memory) Release(_ context.Context, id, token string) error {
+	k := keyOf(id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if r := m.owned(id, token); r != nil {
-		m.drop(r)
+	if _, ok := m.owned(k, token); ok {
+		delete(m.ids, k)
 	}
 	return nil
 }
@@ -150,9 +225,9 @@ func (m *Memory) Release(_ context.Context, id, token string) error {
 func (m *Memory) Renew(_ context.Context, leases []Lease) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	until := m.now().Add(m.lease)
+	until := m.now().Add(m.lease).UnixNano()
 	for _, l := range leases {
-		if r := m.owned(l.ID, l.Token); r != nil {
+		if r, ok := m.owned(keyOf(l.ID), l.Token); ok {
 			r.expires = until
 		}
 	}
@@ -166,51 +241,66 @@ func (m *Memory) Len() int {
 	return len(m.ids)
 }
 
-func (m *Memory) owned(id, token string) *record {
-	if r := m.ids[id]; r != nil && !r.done && r.token == token {
-		return r
+// owned returns the record of a claim still held under token.
+func (m *Memory) owned(k key, token string) (*record, bool) {
+	seq, ok := m.ids[k]
+	if !ok {
+		return nil, false
 	}
-	return nil
+	r := m.at(seq)
+	if c := claimOf(token); c == 0 || r.token != c {
+		return nil, false
+	}
+	return r, true
 }
 
-func (m *Memory) drop(r *record) {
-	delete(m.ids, r.id)
-	m.unlink(r)
-	m.spare = r
+// at returns record seq, which is in the ring.
+func (m *Memory) at(seq uint64) *record { return &m.ring[seq&uint64(len(m.ring)-1)] }
+
+// push appends r at the head of the ring and returns its sequence number.
+// A full ring grows, or past ringMost forgets its oldest record's id.
+func (m *Memory) push(r record) uint64 {
+	if m.head-m.tail == uint64(len(m.ring)) {
+		if len(m.ring) < m.ringMost {
+			m.grow()
+		} else {
+			m.forgetOldest()
+		}
+	}
+	seq := m.head
+	*m.at(seq) = r
+	m.head++
+	return seq
 }
 
-// pushNewest puts r, unlinked, at the newest end of the list.
-func (m *Memory) pushNewest(r *record) {
-	r.prev = m.newest
-	if m.newest != nil {
-		m.newest.next = r
-	} else {
-		m.oldest = r
+// grow doubles the ring, keeping each record's sequence number.
+func (m *Memory) grow() {
+	ring := make([]record, max(ringLeast, 2*len(m.ring)))
+	mask := uint64(len(ring) - 1)
+	for s := m.tail; s < m.head; s++ {
+		ring[s&mask] = *m.at(s)
 	}
-	m.newest = r
+	m.ring = ring
 }
 
-// unlink takes r out of the list.
-func (m *Memory) unlink(r *record) {
-	if r.prev != nil {
-		r.prev.next = r.next
-	} else {
-		m.oldest = r.next
+// forgetOldest takes the oldest record out of the ring, and its id out of
+// the store if the record is the id's current one.
+func (m *Memory) forgetOldest() {
+	r := m.at(m.tail)
+	if seq, ok := m.ids[r.id]; ok && seq == m.tail {
+		delete(m.ids, r.id)
 	}
-	if r.next != nil {
-		r.next.prev = r.prev
-	} else {
-		m.newest = r.prev
-	}
-	r.prev, r.next = nil, nil
+	m.tail++
 }
 
-// trim forgets the oldest ids beyond max, and expired ones at the front.
-func (m *Memory) trim(now time.Time) {
-	for r := m.oldest; r != nil; r = m.oldest {
-		if len(m.ids) <= m.max && now.Before(r.expires) {
+// trim forgets the oldest ids beyond max, and expired ones at the oldest
+// end, with the replaced records before them.
+func (m *Memory) trim(now int64) {
+	for m.tail < m.head {
+		r := m.at(m.tail)
+		if seq, ok := m.ids[r.id]; ok && seq == m.tail && len(m.ids) <= m.max && now < r.expires {
 			return
 		}
-		m.drop(r)
+		m.forgetOldest()
 	}
 }
