@@ -24,6 +24,7 @@ func TestLimiterHolds(t *testing.T) {
 		held    time.Duration // how long the message was held already
 		done    int           // instead of admitting: end the n-th dispatch, or hold, 1-based
 		woken   int           // instead of admitting: the n-th hold must have been woken
+		old     bool          // the message comes from the backlog queue
 		want    verdict
 	}
 	hold := func(reason string, d time.Duration) verdict {
@@ -142,6 +143,20 @@ func TestLimiterHolds(t *testing.T) {
 			},
 		},
 		{
+			name:   "old work while fresh work comes: held for a slot of its own semaphore",
+			limits: limits(1000, 1000, 2), // old work: 1 slot until a job time is known
+			steps: []step{
+				{spare: 8, want: dispatch},
+				{spare: 8, old: true, want: dispatch},
+				{spare: 8, old: true, want: hold("concurrency", 100*ms)},
+				{spare: 8, old: true, want: spill("concurrency", 2500*ms)}, // one held per slot
+				{done: 2},
+				{woken: 3},
+				{spare: 8, old: true, held: 10 * ms, want: dispatch},
+				{spare: 8, want: hold("concurrency", 10*ms)}, // fresh: the tenant's 2 slots taken, a hold of its own
+			},
+		},
+		{
 			name:   "over concurrency, held up to HoldMax: spilled",
 			limits: limits(1000, 1000, 1),
 			steps: []step{
@@ -184,7 +199,7 @@ func TestLimiterHolds(t *testing.T) {
 					}
 					continue
 				}
-				v, err := l.Admit(context.Background(), &consumer.Message{ID: "m", Tenant: "acme", Spare: s.spare, Held: s.held})
+				v, err := l.Admit(context.Background(), &consumer.Message{ID: "m", Tenant: "acme", Spare: s.spare, Held: s.held, Backlog: s.old})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -311,19 +311,17 @@ func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int
 		v, err := l.failed(label, id, err)
 		return slots{}, v, err
 	}
-	// Old work does not wait in a worker slot while fresh work comes: the
-	// holds are few, and fresh messages refused one would be spilled
-	// behind the old ones, and come back old themselves.
-	if !y.on {
-		if v, ok := l.holdForSlot(label, id, concurrency, m); ok {
-			return slots{}, v, nil
-		}
-	}
-	line := concurrencyKey(id)
+	// While fresh work comes, old work waits for a slot of its own
+	// semaphore, in holds of its own: a held old message never takes a
+	// hold a fresh one would have had, nor a slot fresh work is left.
+	line, most := concurrencyKey(id), concurrency
 	if y.on {
-		line = backlogConcurrencyKey(id)
+		line, most = backlogConcurrencyKey(id), y.concurrency
 	}
-	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, line, concurrency)), nil
+	if v, ok := l.holdForSlot(label, id, line, most, m); ok {
+		return slots{}, v, nil
+	}
+	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, line, most)), nil
 }
 
 // yielding is what a tenant's old work may use while fresh work of the
@@ -446,6 +444,7 @@ func (l *Limiter) release(p slots, tenant string) {
 	p.Release()
 	l.freed.update(tenant, l.cfg.NowFunc(), func(struct{}, bool) struct{} { return struct{}{} })
 	l.holds.freed(concurrencyKey(tenant))
+	l.holds.freed(backlogConcurrencyKey(tenant)) // either slot may be what its old work waits for
 }
 
 // holdForToken returns the Hold of a message refused a token of key, n
@@ -466,20 +465,20 @@ func (l *Limiter) holdForToken(label, key string, n int, wait time.Duration, m *
 	return l.hold(label, ReasonRate, wait, wake, end, m), true
 }
 
-// holdForSlot returns the Hold of a message refused a concurrency slot
-// of its tenant, for as long as is left of its HoldMax: a slot given
+// holdForSlot returns the Hold of a message refused a slot of key, its
+// tenant's semaphore of concurrency slots or its old work's, for as long
+// as is left of its HoldMax: a slot given
 // back on this worker wakes it, and it asks again every slotPoll for one
 // given back elsewhere. Rather than spill to come back whole seconds
 // after the slot frees, it waits for it while a slot is likely to free
 // soon; this worker holds at most its share of the tenant's
 // concurrency, one waiting message per slot, and no more messages in all
 // than it has other slots free.
-func (l *Limiter) holdForSlot(label, id string, concurrency int, m *consumer.Message) (consumer.Verdict, bool) {
+func (l *Limiter) holdForSlot(label, id, key string, concurrency int, m *consumer.Message) (consumer.Verdict, bool) {
 	left := l.cfg.HoldMax - m.Held
 	if m.Spare < 1 || left <= 0 || concurrency <= 0 {
 		return consumer.Verdict{}, false
 	}
-	key := concurrencyKey(id)
 	poll := slotPoll
 	if _, at, ok := l.freed.get(id); ok && l.cfg.NowFunc().Sub(at) < slotPoll {
 		poll = slotPollFreed
