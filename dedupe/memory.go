@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"sync"
 	"time"
+
+	"github.com/fairq/fairq/internal/lowerhex"
 )
 
 // MemoryConfig configures a Memory store.
@@ -122,40 +124,14 @@ func (m *Memory) Claim(_ context.Context, id string) (Claim, error) {
 // keyOf returns the key of an id.
 func keyOf(id string) key {
 	var k key
-	if len(id) == 36 && id[8] == '-' && id[13] == '-' && id[18] == '-' && id[23] == '-' {
-		n := 0
-		for i := 0; i < 36; i += 2 {
-			if i == 8 || i == 13 || i == 18 || i == 23 {
-				i++
-			}
-			hi, ok1 := unhex(id[i])
-			lo, ok2 := unhex(id[i+1])
-			if !ok1 || !ok2 {
-				n = -1
-				break
-			}
-			k[n] = hi<<4 | lo
-			n++
-		}
-		if n == len(k) {
-			return k
-		}
+	if len(id) == 36 && id[8] == '-' && id[13] == '-' && id[18] == '-' && id[23] == '-' &&
+		lowerhex.Decode(k[0:4], id[0:8]) && lowerhex.Decode(k[4:6], id[9:13]) && lowerhex.Decode(k[6:8], id[14:18]) &&
+		lowerhex.Decode(k[8:10], id[19:23]) && lowerhex.Decode(k[10:16], id[24:36]) {
+		return k // lower case only: "A" and "a" are two ids, as strings are
 	}
 	sum := sha256.Sum256([]byte(id))
 	copy(k[:], sum[:])
 	return k
-}
-
-// unhex returns the value of a lower-case hexadecimal digit: an upper-case
-// one would make "A" and "a" the same id, which as strings they are not.
-func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
 }
 
 // tokenWidth is the width of a token: claim numbers in hexadecimal, zero
@@ -185,16 +161,13 @@ func (m *Memory) nextToken() string {
 
 // claimOf returns the claim number a token stands for, or 0.
 func claimOf(token string) uint64 {
-	if len(token) != tokenWidth {
+	var b [tokenWidth / 2]byte
+	if !lowerhex.Decode(b[:], token) {
 		return 0
 	}
 	var n uint64
-	for i := range tokenWidth {
-		d, ok := unhex(token[i])
-		if !ok {
-			return 0
-		}
-		n = n<<4 | uint64(d)
+	for _, x := range b {
+		n = n<<8 | uint64(x)
 	}
 	return n
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/internal/batch"
+	"github.com/fairq/fairq/internal/lowerhex"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
 )
@@ -575,7 +576,7 @@ func validTraceparent(v string) bool {
 	if len(v) < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' {
 		return false
 	}
-	if !lowerHex(v[0:2]) || !lowerHex(v[3:35]) || !lowerHex(v[36:52]) || !lowerHex(v[53:55]) {
+	if !lowerhex.Valid(v[0:2]) || !lowerhex.Valid(v[3:35]) || !lowerhex.Valid(v[36:52]) || !lowerhex.Valid(v[53:55]) {
 		return false
 	}
 	switch {
@@ -587,15 +588,6 @@ func validTraceparent(v string) bool {
 		return false
 	case strings.Trim(v[3:35], "0") == "" || strings.Trim(v[36:52], "0") == "":
 		return false
-	}
-	return true
-}
-
-func lowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
 	}
 	return true
 }

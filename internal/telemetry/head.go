@@ -8,6 +8,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fairq/fairq/internal/lowerhex"
 )
 
 // HeadSampler makes the sampling decision of the process's sampler before
@@ -147,34 +149,11 @@ func ParseTraceparent(s string) trace.SpanContext {
 	var version, flags [1]byte
 	var tid trace.TraceID
 	var sid trace.SpanID
-	if !unhex(version[:], s[0:2]) || !unhex(tid[:], s[3:35]) || !unhex(sid[:], s[36:52]) || !unhex(flags[:], s[53:55]) {
+	if !lowerhex.Decode(version[:], s[0:2]) || !lowerhex.Decode(tid[:], s[3:35]) || !lowerhex.Decode(sid[:], s[36:52]) || !lowerhex.Decode(flags[:], s[53:55]) {
 		return trace.SpanContext{}
 	}
 	if !tid.IsValid() || !sid.IsValid() {
 		return trace.SpanContext{}
 	}
 	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]), Remote: true})
-}
-
-// unhex decodes lowercase hex s into dst, len(s) == 2*len(dst).
-func unhex(dst []byte, s string) bool {
-	for i := range dst {
-		hi, ok1 := nibble(s[2*i])
-		lo, ok2 := nibble(s[2*i+1])
-		if !ok1 || !ok2 {
-			return false
-		}
-		dst[i] = hi<<4 | lo
-	}
-	return true
-}
-
-func nibble(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
 }
