@@ -69,8 +69,12 @@
 // slot and a token of): fresh work keeps its measured need with headroom,
 // up to half of each (Limiter.yieldTo), so that while T's backlog
 // drains, T's fresh messages are not spilled behind it, and what they do
-// not use goes to the backlog rather than idling. Over its part it is spilled like any
-// other message, and the worker sends it back to the backlog queue. Once
+// not use goes to the backlog rather than idling. Over its part of the
+// slots it is held like any other message, but for a slot of its own
+// semaphore and in holds counted apart, so that a held old message never
+// takes a fresh one's hold; over its part of the rate it is not held.
+// Spilled, it is sent back to the backlog queue, its turns in lines of
+// their own. Once
 // T has nothing but old work, its backlog has T's whole limits.
 //
 // Concurrency is checked first: a slot taken and given back costs nothing,
