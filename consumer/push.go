@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairq/fairq/internal/lowerhex"
 	"github.com/fairq/fairq/internal/telemetry"
 )
 
@@ -369,22 +370,11 @@ func percentEncode(s string) string {
 // version-traceid-parentid-flags in lower-case hex, 2-32-16-2 digits
 // (a future version may append fields after another '-').
 func validTraceparent(s string) bool {
-	if len(s) < 55 || len(s) > 55 && s[55] != '-' {
+	if len(s) < 55 || len(s) > 55 && s[55] != '-' || s[2] != '-' || s[35] != '-' || s[52] != '-' {
 		return false
 	}
-	for i := 0; i < 55; i++ {
-		c := s[i]
-		if i == 2 || i == 35 || i == 52 {
-			if c != '-' {
-				return false
-			}
-			continue
-		}
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return validHeaderValue(s)
+	return lowerhex.Valid(s[0:2]) && lowerhex.Valid(s[3:35]) && lowerhex.Valid(s[36:52]) && lowerhex.Valid(s[53:55]) &&
+		validHeaderValue(s)
 }
 
 // maxRetryAfter bounds a Retry-After to what a visibility timeout can be.

@@ -36,14 +36,20 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 	return tp.Tracer(telemetry.Scope + "/consumer")
 }
 
-// producerContext returns the trace context the message was produced in:
+// producerTrace returns the trace context the message was produced in:
 // fairq-meta's, or the caller's traceparent for a message enqueued by a
-// gateway that did not trace; invalid when it has none.
-func (d *delivery) producerContext() trace.SpanContext {
+// gateway that did not trace; "" when it has none.
+func (d *delivery) producerTrace() (traceparent, tracestate string) {
 	if d.meta.Traceparent != "" {
-		return telemetry.SpanContextOf(d.meta.Traceparent, d.meta.Tracestate)
+		return d.meta.Traceparent, d.meta.Tracestate
 	}
-	return telemetry.SpanContextOf(d.msg.Traceparent, d.msg.Tracestate)
+	return d.msg.Traceparent, d.msg.Tracestate
+}
+
+// producerContext returns producerTrace as a span context, invalid when
+// there is none.
+func (d *delivery) producerContext() trace.SpanContext {
+	return telemetry.SpanContextOf(d.producerTrace())
 }
 
 // startSpan starts the delivery's consumer span and puts it in the job's
@@ -60,10 +66,7 @@ func (j *job) startSpan() {
 	}
 	d := j.d
 	if head := telemetry.HeadSamplerOf(j.w.cfg.TracerProvider); head != nil {
-		tp := d.meta.Traceparent // as producerContext
-		if tp == "" {
-			tp = d.msg.Traceparent
-		}
+		tp, _ := d.producerTrace()
 		if p := telemetry.ParseTraceparent(tp); p.IsValid() && !p.IsSampled() && !head.Sampled(p, p.TraceID()) {
 			d.msg.Traceparent = tp
 			return

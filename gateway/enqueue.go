@@ -13,7 +13,6 @@ import (
 	"github.com/fairq/fairq/envelope"
 	"github.com/fairq/fairq/idempotency"
 	"github.com/fairq/fairq/internal/batch"
-	"github.com/fairq/fairq/internal/lowerhex"
 	"github.com/fairq/fairq/tenant"
 	"github.com/fairq/fairq/throttle"
 )
@@ -567,27 +566,4 @@ func (s *Server) await(t tenant.Tenant, item sendItem, p pendingSend) (a accepte
 		Queue:      p.name,
 		EnqueuedAt: formatTime(time.UnixMilli(item.meta.EnqueuedAt)),
 	}, false, nil
-}
-
-// validTraceparent checks version-traceid-parentid-flags: lowercase hex,
-// version not ff, ids not all zero; version 00 is exactly 55 characters and
-// later versions may add fields after a dash.
-func validTraceparent(v string) bool {
-	if len(v) < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' {
-		return false
-	}
-	if !lowerhex.Valid(v[0:2]) || !lowerhex.Valid(v[3:35]) || !lowerhex.Valid(v[36:52]) || !lowerhex.Valid(v[53:55]) {
-		return false
-	}
-	switch {
-	case v[0:2] == "ff":
-		return false
-	case v[0:2] == "00" && len(v) != 55:
-		return false
-	case len(v) > 55 && v[55] != '-':
-		return false
-	case strings.Trim(v[3:35], "0") == "" || strings.Trim(v[36:52], "0") == "":
-		return false
-	}
-	return true
 }

@@ -33,7 +33,7 @@ type callerTrace struct {
 func traceOf(r *http.Request) callerTrace {
 	var c callerTrace
 	// As r.Header.Get, without canonicalising the name on every request.
-	if v := r.Header[headerTraceparent]; len(v) > 0 && validTraceparent(v[0]) {
+	if v := r.Header[headerTraceparent]; len(v) > 0 && telemetry.ParseTraceparent(v[0]).IsValid() {
 		c.parent = v[0]
 		if len(r.Header[headerTracestate]) > 0 {
 			c.state = telemetry.Tracestate(r.Header)
