@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,14 +145,18 @@ const (
 // nextToken numbers a new claim (m.claims, from 1) and returns its token.
 func (m *Memory) nextToken() string {
 	if m.tokens == "" {
-		b := make([]byte, 0, tokenWidth*tokensMade)
+		// A Builder, not a byte slice of constant size: that would be
+		// kept on the stack, and a frame of 3 KiB makes the stack of
+		// every goroutine that claims grow.
+		var b strings.Builder
+		b.Grow(tokenWidth * tokensMade)
 		for i := range uint64(tokensMade) {
 			n := m.claims + 1 + i
 			for shift := 4 * (tokenWidth - 1); shift >= 0; shift -= 4 {
-				b = append(b, "0123456789abcdef"[n>>shift&0xf])
+				b.WriteByte("0123456789abcdef"[n>>shift&0xf])
 			}
 		}
-		m.tokens = string(b)
+		m.tokens = b.String()
 	}
 	t := m.tokens[:tokenWidth]
 	m.tokens = m.tokens[tokenWidth:]
