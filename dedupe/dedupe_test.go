@@ -223,6 +223,51 @@ func TestMemoryIDForms(t *testing.T) {
 	}
 }
 
+// TestMemoryTrimsReplacedRecords: the records of an id released, or
+// claimed anew after its lease lapsed, are trimmed without taking the id's
+// current record with them, and expired ids are forgotten behind them.
+func TestMemoryTrimsReplacedRecords(t *testing.T) {
+	t.Parallel()
+	clk := &clock{now: time.Unix(1_800_000_000, 0)}
+	m := dedupe.NewMemory(dedupe.MemoryConfig{Lease: time.Second, Window: time.Minute, Now: clk.Now})
+	ctx := context.Background()
+	complete := func(id string) {
+		t.Helper()
+		c := claim(t, m, id)
+		if c.Outcome != dedupe.Run {
+			t.Fatalf("claim of %s: %v, want run", id, c.Outcome)
+		}
+		if err := m.Complete(ctx, id, c.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	complete("x") // the oldest record, until it expires
+	clk.Advance(30 * time.Second)
+	c := claim(t, m, "a")
+	if err := m.Release(ctx, "a", c.Token); err != nil {
+		t.Fatal(err)
+	}
+	complete("a")
+	claim(t, m, "b") // its lease lapses
+	clk.Advance(2 * time.Second)
+	complete("b")
+	clk.Advance(40 * time.Second)
+	claim(t, m, "c") // forgets x, then the replaced records of a and b
+	for _, id := range []string{"a", "b"} {
+		if c := claim(t, m, id); c.Outcome != dedupe.Duplicate {
+			t.Errorf("claim of completed %s after a trim: %v, want duplicate", id, c.Outcome)
+		}
+	}
+	if n := m.Len(); n != 3 {
+		t.Errorf("%d ids kept, want 3 (a, b, c)", n)
+	}
+	clk.Advance(2 * time.Minute)
+	claim(t, m, "d")
+	if n := m.Len(); n != 1 {
+		t.Errorf("%d ids kept after the window, want 1 (d)", n)
+	}
+}
+
 // TestMemoryTokens: every claim has a token of its own, across the
 // batches in which they are made, and only its own completes it.
 func TestMemoryTokens(t *testing.T) {

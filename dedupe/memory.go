@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -68,7 +69,8 @@ type Memory struct {
 type key [16]byte
 
 // record is an id's state: running under a claim (token is the claim's
-// number) until expires, or done (token 0) and remembered until expires.
+// number) until expires, or done (token 0) and remembered until expires;
+// expires is gone once the id is released or claimed anew.
 type record struct {
 	id      key
 	token   uint64
@@ -111,6 +113,7 @@ func (m *Memory) Claim(_ context.Context, id string) (Claim, error) {
 		switch {
 		case now >= r.expires:
 			delete(m.ids, k) // lapsed: claimed anew below
+			r.expires = gone
 		case r.token == 0:
 			return Claim{Outcome: Duplicate}, nil
 		default:
@@ -193,8 +196,9 @@ func (m *Memory) Release(_ context.Context, id, token string) error {
 	k := keyOf(id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.owned(k, token); ok {
+	if r, ok := m.owned(k, token); ok {
 		delete(m.ids, k)
+		r.expires = gone
 	}
 	return nil
 }
@@ -261,23 +265,31 @@ func (m *Memory) grow() {
 	m.ring = ring
 }
 
+// gone is the expiry of a record whose id was released or claimed anew:
+// the id's current record, if any, is another. Every other record in the
+// ring is its id's current one, so trim need not look its id up.
+const gone = math.MinInt64
+
 // forgetOldest takes the oldest record out of the ring, and its id out of
 // the store if the record is the id's current one.
 func (m *Memory) forgetOldest() {
 	r := m.at(m.tail)
-	if seq, ok := m.ids[r.id]; ok && seq == m.tail {
-		delete(m.ids, r.id)
+	if r.expires != gone {
+		if seq, ok := m.ids[r.id]; ok && seq == m.tail {
+			delete(m.ids, r.id)
+		}
 	}
 	m.tail++
 }
 
 // trim forgets the oldest ids beyond max, and expired ones at the oldest
-// end, with the replaced records before them.
+// end, with the gone records before them. A claim calls it, so it reads
+// only the oldest record while there is nothing to forget: a look-up of
+// its id would be a cache miss in a map of up to Max ids.
 func (m *Memory) trim(now int64) {
 	for m.tail < m.head {
-		r := m.at(m.tail)
-		if seq, ok := m.ids[r.id]; ok && seq == m.tail && len(m.ids) <= m.max && now < r.expires {
-			return
+		if r := m.at(m.tail); len(m.ids) <= m.max && now < r.expires {
+			return // gone is before any now
 		}
 		m.forgetOldest()
 	}
