@@ -113,6 +113,10 @@ func (b *fastBody) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if err != nil || raw.Kind() == kindNull {
 			return err
 		}
+		if compact(raw) {
+			b.text = string(raw)
+			break
+		}
 		// A small body is compacted on the stack; it is copied once,
 		// into its string.
 		var small [512]byte
@@ -180,4 +184,23 @@ func (a *fastAttributes) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		a.attrs[name] = v // a repeated name, which the decoder refuses, would be the last, as in the full path
 	}
 	return nil
+}
+
+// compact reports whether a valid JSON value has no white space outside
+// its strings, so that compacting it would change nothing: the common
+// case, which then costs a scan instead of a re-encoding.
+func compact(v []byte) bool {
+	inString := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case inString && c == '\\':
+			i++ // the escaped byte, which may be a quote
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
