@@ -370,7 +370,8 @@ func percentEncode(s string) string {
 // version-traceid-parentid-flags in lower-case hex, 2-32-16-2 digits
 // (a future version may append fields after another '-').
 func validTraceparent(s string) bool {
-	if len(s) < 55 || len(s) > 55 && s[55] != '-' || s[2] != '-' || s[35] != '-' || s[52] != '-' {
+	n := telemetry.TraceparentLen
+	if len(s) < n || len(s) > n && s[n] != '-' || s[2] != '-' || s[35] != '-' || s[52] != '-' {
 		return false
 	}
 	return lowerhex.Valid(s[0:2]) && lowerhex.Valid(s[3:35]) && lowerhex.Valid(s[36:52]) && lowerhex.Valid(s[53:55]) &&
