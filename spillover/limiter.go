@@ -179,9 +179,10 @@ func (c Config) validate() error {
 type Limiter struct {
 	cfg      Config
 	defaults tenant.Resolved
-	pacer    *throttle.Pacer // turns of messages spilled for rate
-	waiting  *throttle.Pacer // turns of messages spilled for concurrency
-	holds    *holds
+	pacer    *throttle.Pacer      // turns of messages spilled for rate
+	waiting  *throttle.Pacer      // turns of messages spilled for concurrency
+	holds    *holds               // messages held here, counted against the worker's spare slots
+	oldHolds *holds               // old work held on the slots its receive reserved
 	freed    *perTenant[struct{}] // when a slot of each tenant was last given back here
 	jobs     durations
 	fresh    fresh
@@ -208,6 +209,7 @@ func New(cfg Config) (*Limiter, error) {
 		pacer:    throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		waiting:  throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		holds:    newHolds(),
+		oldHolds: newHolds(),
 		freed:    newPerTenant[struct{}](time.Minute, cfg.NowFunc()),
 		jobs:     newDurations(cfg.NowFunc()),
 		fresh:    newFresh(cfg.NowFunc()),
@@ -321,6 +323,15 @@ func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int
 	if v, ok := l.holdForSlot(label, id, line, most, m); ok {
 		return slots{}, v, nil
 	}
+	if m.Backlog && m.Held > 0 {
+		// Old work held to its HoldMax without a slot came back at its
+		// turn, or was never given one: its place in the line was spent.
+		// Behind the rest of the line it would come back after them, and
+		// the turns it leaves would pass with no message in hand, so that
+		// the line runs ahead of the work (see holdForSlot). It comes back
+		// with the next waves instead.
+		return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyDelay()), nil
+	}
 	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, line, most)), nil
 }
 
@@ -334,10 +345,17 @@ type yielding struct {
 	rate        throttle.Limit
 }
 
-// freshHeadroom is the margin over fresh work's measured need that old
-// work leaves it: a burst of fresh messages above their average rate
-// still finds a slot and a token.
-const freshHeadroom = 1.5
+// freshHeadroom is the margin over fresh work's measured need of slots
+// that old work leaves it: a burst of fresh messages above their average
+// rate still finds a slot. freshRateHeadroom is the margin over its
+// measured rate, smaller: the tenant's bucket, which fresh and old work
+// share, absorbs a burst up to process_burst, and refills as long as the
+// two together stay below the rate. A larger margin leaves the tokens
+// idle while a backlog drains.
+const (
+	freshHeadroom     = 1.5
+	freshRateHeadroom = 1.2
+)
 
 // yieldTo returns what the old work of a tenant may use while its fresh
 // messages come at perSecond to this worker: the limits less what the
@@ -357,7 +375,7 @@ func (l *Limiter) yieldTo(id string, perSecond float64, lim tenant.Resolved) yie
 	}
 	y := yielding{on: true, concurrency: max(1, lim.Concurrency-reserve)}
 	if lim.ProcessRate > 0 && !math.IsInf(lim.ProcessRate, 1) {
-		left := lim.ProcessRate - min(lim.ProcessRate/2, freshHeadroom*fleetRate+1)
+		left := lim.ProcessRate - min(lim.ProcessRate/2, freshRateHeadroom*fleetRate+1)
 		y.rate = throttle.Limit{Rate: left, Burst: max(1, int(float64(lim.ProcessBurst)*left/lim.ProcessRate))}
 	}
 	return y
@@ -443,8 +461,10 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 func (l *Limiter) release(p slots, tenant string) {
 	p.Release()
 	l.freed.update(tenant, l.cfg.NowFunc(), func(struct{}, bool) struct{} { return struct{}{} })
-	l.holds.freed(concurrencyKey(tenant))
-	l.holds.freed(backlogConcurrencyKey(tenant)) // either slot may be what its old work waits for
+	for _, h := range []*holds{l.holds, l.oldHolds} {
+		h.freed(concurrencyKey(tenant))
+		h.freed(backlogConcurrencyKey(tenant)) // either slot may be what its old work waits for
+	}
 }
 
 // holdForToken returns the Hold of a message refused a token of key, n
@@ -467,24 +487,41 @@ func (l *Limiter) holdForToken(label, key string, n int, wait time.Duration, m *
 
 // holdForSlot returns the Hold of a message refused a slot of key, its
 // tenant's semaphore of concurrency slots or its old work's, for as long
-// as is left of its HoldMax: a slot given
-// back on this worker wakes it, and it asks again every slotPoll for one
-// given back elsewhere. Rather than spill to come back whole seconds
-// after the slot frees, it waits for it while a slot is likely to free
-// soon; this worker holds at most its share of the tenant's
-// concurrency, one waiting message per slot, and no more messages in all
-// than it has other slots free.
+// as is left of its HoldMax: a slot given back on this worker wakes it,
+// and it asks again every slotPoll for one given back elsewhere. Rather
+// than spill to come back whole seconds after the slot frees, it waits
+// for it while a slot is likely to free soon.
+//
+// A fresh message is held on a slot the worker has free: the worker holds
+// at most its share of the tenant's concurrency, one waiting message per
+// slot, and no more messages in all than it has other slots free.
+//
+// Old work (from the backlog queue) is held on the slot its receive
+// reserved, from the half of the free slots that the backlog may use, so
+// it takes none that fresh work would have: up to the whole concurrency
+// of its line on this worker. Spilled old work comes back from its line
+// in waves, SQS delays being whole seconds: the turns of a second, about
+// concurrency ÷ mean job time messages, land together on whichever
+// workers receive them. Held for their slots, a wave keeps the slots busy
+// through its second; at one's share of the slots, most of it was
+// spilled again, and the slots stood idle until the next.
 func (l *Limiter) holdForSlot(label, id, key string, concurrency int, m *consumer.Message) (consumer.Verdict, bool) {
 	left := l.cfg.HoldMax - m.Held
-	if m.Spare < 1 || left <= 0 || concurrency <= 0 {
+	if left <= 0 || concurrency <= 0 {
+		return consumer.Verdict{}, false
+	}
+	h, most, spare := l.holds, int(math.Ceil(float64(concurrency)*throttle.Share(l.cfg.FleetSizeFunc()))), m.Spare
+	if m.Backlog {
+		h, most, spare = l.oldHolds, concurrency, math.MaxInt
+	}
+	if spare < 1 {
 		return consumer.Verdict{}, false
 	}
 	poll := slotPoll
 	if _, at, ok := l.freed.get(id); ok && l.cfg.NowFunc().Sub(at) < slotPoll {
 		poll = slotPollFreed
 	}
-	most := int(math.Ceil(float64(concurrency) * throttle.Share(l.cfg.FleetSizeFunc())))
-	wake, end, ok := l.holds.take(key, max(1, most), m.Spare)
+	wake, end, ok := h.take(key, max(1, most), spare)
 	if !ok {
 		return consumer.Verdict{}, false
 	}

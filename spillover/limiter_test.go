@@ -91,6 +91,8 @@ func spill(reason string, delay time.Duration) verdict {
 	return verdict{Action: consumer.Spill, Delay: delay, Reason: reason}
 }
 
+// TestLimiterVerdicts: what the limits decide of each message, holds
+// aside (TestLimiterHolds): the Limiter here never holds.
 func TestLimiterVerdicts(t *testing.T) {
 	t.Parallel()
 	type step struct {
@@ -261,31 +263,27 @@ func TestLimiterVerdicts(t *testing.T) {
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				// One fresh message in 5 s: fresh work needs 0.2 a second,
-				// 1.3 with headroom; old work has 8.7 of the 10, a bucket
+				// 1.24 with headroom; old work has 8.76 of the 10, a bucket
 				// of 3.
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
-				{tenant: "acme", old: true, want: spill("rate", 114942529*time.Nanosecond)}, // its own turn at 8.7 a second
+				{tenant: "acme", old: true, want: spill("rate", 114155252*time.Nanosecond)}, // its own turn at 8.76 a second
 				{tenant: "acme", want: spill("rate", 100*ms)},
 				{advance: 100 * ms, tenant: "acme", want: dispatch},
 			},
 		},
 		{
 			name:    "while fresh work comes fast, old work takes at most half of the rate",
-			tenants: map[string]tenant.Limits{"acme": limits(10, 20, 100)},
+			tenants: map[string]tenant.Limits{"acme": limits(10, 40, 100)},
 			steps: slices.Concat(
-				slices.Repeat([]step{{tenant: "acme", want: dispatch}}, 15), // 3 a second over 5 s
+				slices.Repeat([]step{{tenant: "acme", want: dispatch}}, 17), // 3.4 a second over 5 s
+				// Fresh work needs 3.4 a second, 5.08 with headroom: more
+				// than half, so old work has half, a bucket of 20, while
+				// the tenant's has 23 tokens left.
+				slices.Repeat([]step{{tenant: "acme", old: true, want: dispatch}}, 20),
 				[]step{
-					// Fresh work needs 3 a second, 5.5 with headroom: more
-					// than half, so old work has half, a bucket of 10; 5
-					// tokens are left.
-					{tenant: "acme", old: true, want: dispatch},
-					{tenant: "acme", old: true, want: dispatch},
-					{tenant: "acme", old: true, want: dispatch},
-					{tenant: "acme", old: true, want: dispatch},
-					{tenant: "acme", old: true, want: dispatch},
-					{tenant: "acme", old: true, want: spill("rate", 100*ms)},
+					{tenant: "acme", old: true, want: spill("rate", 200*ms)}, // its own turn at 5 a second
 				}),
 		},
 		{
@@ -331,6 +329,7 @@ func TestLimiterVerdicts(t *testing.T) {
 				FleetSizeFunc: func() int { return tt.fleet },
 				NowFunc:       c.Now,
 				RandFunc:      func() float64 { return 0.75 },
+				HoldMax:       -1,
 			})
 			if err != nil {
 				t.Fatal(err)
