@@ -43,7 +43,7 @@ func testIdentityAcrossMoves(t *testing.T, kind string) {
 	// The limiter spills each message once, to overflow, then to the
 	// backlog; the handler asks the fairq message to come back later,
 	// then fails it for good (one retry: the dead-letter queue).
-	limiter := spillTwice()
+	limiter := spillTwice(t)
 	seen := make(chan seenMessage, 100)
 	h := retryThenFail(meta.ID, seen)
 	w := start(t, consumer.Config{Backend: b, Names: names, Handler: h, Limiter: limiter, MaxRetries: 1})
@@ -87,14 +87,18 @@ func testIdentityAcrossMoves(t *testing.T, kind string) {
 }
 
 // spillTwice is a limiter that spills each message to overflow, then to
-// the backlog, then lets it run.
-func spillTwice() limiterFunc {
+// the backlog, then lets it run. A message's first copy must not be
+// Moved, and the copies moved since must be.
+func spillTwice(t *testing.T) limiterFunc {
 	var mu sync.Mutex
 	verdicts := map[string]int{}
 	return limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		verdicts[m.ID]++
+		if first := verdicts[m.ID] == 1; m.Moved == first {
+			t.Errorf("message %s, verdict %d: Moved %v, want %v", m.ID, verdicts[m.ID], m.Moved, !first)
+		}
 		switch verdicts[m.ID] {
 		case 1:
 			return consumer.Verdict{Action: consumer.Spill, Reason: "rate"}, nil

@@ -39,6 +39,10 @@ type Message struct {
 	// included: fairq-meta's attempts plus the queue's receive count.
 	ReceiveCount int
 
+	// Moved is set when a worker moved this copy to its queue (spilled
+	// it, moved it to the backlog, parked it): the message arrived
+	// before, as another copy.
+	Moved bool
 	// Backlog is set when the message was received from the backlog
 	// queue: old work, which a Limiter may give less room than fresh
 	// work of the same tenant.
@@ -100,6 +104,7 @@ func newDelivery(queueName string, m queue.Message) *delivery {
 		EnqueuedAt:      meta.Enqueued(),
 		FirstReceivedAt: m.FirstReceivedAt,
 		ReceiveCount:    meta.Attempts + m.ReceiveCount,
+		Moved:           meta.FirstReceivedAt != 0, // set by every move
 	}
 	if meta.Parked {
 		// A parked copy's first receive only parked it (package

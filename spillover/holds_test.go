@@ -157,33 +157,11 @@ func TestLimiterHolds(t *testing.T) {
 			},
 		},
 		{
-			name:   "old work: held on the slot its receive reserved, up to its line's whole concurrency",
-			limits: limits(1000, 1000, 2),
-			fleet:  2,
-			steps: []step{
-				{old: true, want: dispatch},
-				{old: true, want: dispatch},
-				// No slot to spare, and a fresh message would be held at
-				// this worker's share, one: old work holds both of its
-				// line's.
-				{old: true, want: hold("concurrency", 100*ms)},
-				{old: true, want: hold("concurrency", 100*ms)},
-				{old: true, want: spill("concurrency", 2500*ms)},
-				{want: spill("concurrency", 2500*ms)}, // fresh, no slot to spare: not held
-			},
-		},
-		{
-			name:   "old work held to its HoldMax: back with the next waves, not behind its line",
+			name:   "old work: not held without a slot to spare",
 			limits: limits(1000, 1000, 1),
 			steps: []step{
 				{old: true, want: dispatch},
-				{advance: time.Second, done: 1}, // jobs take 1 s: the line's turns come 1 a second
-				{advance: 100 * ms, old: true, want: dispatch},
-				{old: true, want: hold("concurrency", 100*ms)},
-				{old: true, want: spill("concurrency", 2500*ms)}, // the line: its first turn
-				{old: true, want: spill("concurrency", 3500*ms)},
-				{old: true, held: time.Second, want: spill("concurrency", 2500*ms)},
-				{old: true, want: spill("concurrency", 4500*ms)}, // the line goes on where it was
+				{old: true, want: spill("concurrency", 2500*ms)},
 			},
 		},
 		{

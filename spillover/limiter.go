@@ -209,7 +209,6 @@ func New(cfg Config) (*Limiter, error) {
 		pacer:    throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		waiting:  throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		holds:    newHolds(),
-		oldHolds: newHolds(),
 		freed:    newPerTenant[struct{}](time.Minute, cfg.NowFunc()),
 		jobs:     newDurations(cfg.NowFunc()),
 		fresh:    newFresh(cfg.NowFunc()),
@@ -247,7 +246,12 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		if perSecond, recent := l.fresh.recent(id, now); recent {
 			y = l.yieldTo(id, perSecond, lim)
 		}
-	} else {
+	} else if m.Held == 0 && !m.Moved {
+		// A fresh message counts once: not again when it is asked about
+		// after a hold, nor when it comes back spilled. Counted at every
+		// ask, a tenant's held messages made its fresh work look many
+		// times faster than it came, and old work yield it half its
+		// limits while the backlog drained.
 		l.fresh.mark(id, now)
 	}
 	permit, v, err := l.acquire(ctx, label, id, lim.Concurrency, y, m)
@@ -322,15 +326,6 @@ func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int
 	}
 	if v, ok := l.holdForSlot(label, id, line, most, m); ok {
 		return slots{}, v, nil
-	}
-	if m.Backlog && m.Held > 0 {
-		// Old work held to its HoldMax without a slot came back at its
-		// turn, or was never given one: its place in the line was spent.
-		// Behind the rest of the line it would come back after them, and
-		// the turns it leaves would pass with no message in hand, so that
-		// the line runs ahead of the work (see holdForSlot). It comes back
-		// with the next waves instead.
-		return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyDelay()), nil
 	}
 	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, line, most)), nil
 }
@@ -461,10 +456,8 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 func (l *Limiter) release(p slots, tenant string) {
 	p.Release()
 	l.freed.update(tenant, l.cfg.NowFunc(), func(struct{}, bool) struct{} { return struct{}{} })
-	for _, h := range []*holds{l.holds, l.oldHolds} {
-		h.freed(concurrencyKey(tenant))
-		h.freed(backlogConcurrencyKey(tenant)) // either slot may be what its old work waits for
-	}
+	l.holds.freed(concurrencyKey(tenant))
+	l.holds.freed(backlogConcurrencyKey(tenant)) // either slot may be what its old work waits for
 }
 
 // holdForToken returns the Hold of a message refused a token of key, n
@@ -490,38 +483,20 @@ func (l *Limiter) holdForToken(label, key string, n int, wait time.Duration, m *
 // as is left of its HoldMax: a slot given back on this worker wakes it,
 // and it asks again every slotPoll for one given back elsewhere. Rather
 // than spill to come back whole seconds after the slot frees, it waits
-// for it while a slot is likely to free soon.
-//
-// A fresh message is held on a slot the worker has free: the worker holds
-// at most its share of the tenant's concurrency, one waiting message per
-// slot, and no more messages in all than it has other slots free.
-//
-// Old work (from the backlog queue) is held on the slot its receive
-// reserved, from the half of the free slots that the backlog may use, so
-// it takes none that fresh work would have: up to the whole concurrency
-// of its line on this worker. Spilled old work comes back from its line
-// in waves, SQS delays being whole seconds: the turns of a second, about
-// concurrency ÷ mean job time messages, land together on whichever
-// workers receive them. Held for their slots, a wave keeps the slots busy
-// through its second; at one's share of the slots, most of it was
-// spilled again, and the slots stood idle until the next.
+// for it while a slot is likely to free soon; this worker holds at most
+// its share of the tenant's concurrency, one waiting message per slot,
+// and no more messages in all than it has other slots free.
 func (l *Limiter) holdForSlot(label, id, key string, concurrency int, m *consumer.Message) (consumer.Verdict, bool) {
 	left := l.cfg.HoldMax - m.Held
-	if left <= 0 || concurrency <= 0 {
-		return consumer.Verdict{}, false
-	}
-	h, most, spare := l.holds, int(math.Ceil(float64(concurrency)*throttle.Share(l.cfg.FleetSizeFunc()))), m.Spare
-	if m.Backlog {
-		h, most, spare = l.oldHolds, concurrency, math.MaxInt
-	}
-	if spare < 1 {
+	if m.Spare < 1 || left <= 0 || concurrency <= 0 {
 		return consumer.Verdict{}, false
 	}
 	poll := slotPoll
 	if _, at, ok := l.freed.get(id); ok && l.cfg.NowFunc().Sub(at) < slotPoll {
 		poll = slotPollFreed
 	}
-	wake, end, ok := h.take(key, max(1, most), spare)
+	most := int(math.Ceil(float64(concurrency) * throttle.Share(l.cfg.FleetSizeFunc())))
+	wake, end, ok := l.holds.take(key, max(1, most), m.Spare)
 	if !ok {
 		return consumer.Verdict{}, false
 	}

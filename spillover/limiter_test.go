@@ -555,3 +555,57 @@ func TestLimiterAges(t *testing.T) {
 		})
 	}
 }
+
+// TestLimiterCountsFreshOnce: what old work leaves fresh work is measured
+// from fresh messages as they arrive, each once: a message asked about
+// again after a hold, or back after a spill, is no new arrival.
+func TestLimiterCountsFreshOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		again consumer.Message // 20 more fresh messages like this one
+		want  int              // old messages dispatched before the first refusal
+	}{
+		// 21 arrivals in an instant, 4.2 a second over 5 s: fresh work
+		// needs more than half the rate, so old work has half, a bucket of
+		// 50.
+		{"new messages", consumer.Message{}, 50},
+		// One arrival: old work has 8.76 a second, a bucket of 87; the
+		// tenant's has 79 tokens left.
+		{"asked again after a hold", consumer.Message{Held: 20 * ms}, 79},
+		{"moved copies", consumer.Message{Moved: true}, 79},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newClock()
+			l, err := spillover.New(spillover.Config{
+				Tenants: registry(t, map[string]tenant.Limits{"acme": limits(10, 100, 1000)}),
+				NowFunc: c.Now,
+				HoldMax: -1,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: "acme"}); got != dispatch {
+				t.Fatalf("first fresh message: %v, want dispatch", got)
+			}
+			for range 20 {
+				m := tt.again
+				m.ID, m.Tenant = "m", "acme"
+				if got, _ := admitMessage(t, l, &m); got != dispatch {
+					t.Fatalf("fresh message: %v, want dispatch", got)
+				}
+			}
+			n := 0
+			for ; n < 200; n++ {
+				if got, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: "acme", Backlog: true}); got != dispatch {
+					break
+				}
+			}
+			if n != tt.want {
+				t.Errorf("old messages dispatched: %d, want %d", n, tt.want)
+			}
+		})
+	}
+}
