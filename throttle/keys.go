@@ -13,3 +13,7 @@ func redisSemaphoreKey(prefix, key string) string { return "sem:" + prefix + key
 // redisPacerKey is the Redis key of a pacer's next free turn (unix µs,
 // Redis's clock).
 func redisPacerKey(prefix, key string) string { return "pace:" + prefix + key }
+
+// redisSemaphoreFreedChannel is the Pub/Sub channel on which semaphores
+// under prefix tell each other of the slots they give back.
+func redisSemaphoreFreedChannel(prefix string) string { return "sem-freed:" + prefix }

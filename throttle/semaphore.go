@@ -16,6 +16,21 @@ type Semaphore interface {
 	TryAcquire(ctx context.Context, key string, limit int) (Permit, bool, error)
 }
 
+// FreedNotifier is a Semaphore shared by several processes that tells
+// each of the slots the others give back (RedisSemaphore, and a
+// FailoverSemaphore over one), so that work waiting for a slot need not
+// poll for one.
+type FreedNotifier interface {
+	// OnFreed has f told the key of each slot another process gives
+	// back; call it before the semaphore starts. f must not block.
+	OnFreed(f func(key string))
+}
+
+var (
+	_ FreedNotifier = (*RedisSemaphore)(nil)
+	_ FreedNotifier = (*FailoverSemaphore)(nil)
+)
+
 // Permit is a slot taken from a Semaphore. Release gives it back; a second
 // Release, or the Release of the zero Permit, does nothing.
 type Permit struct {

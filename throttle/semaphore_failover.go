@@ -131,5 +131,13 @@ func shareOf(limit, n int) int {
 	return max(1, (limit+n-1)/n)
 }
 
+// OnFreed implements FreedNotifier when Primary does, and otherwise
+// tells of nothing. While Primary fails, no slot freed elsewhere is told.
+func (f *FailoverSemaphore) OnFreed(fn func(key string)) {
+	if n, ok := f.cfg.Primary.(FreedNotifier); ok {
+		n.OnFreed(fn)
+	}
+}
+
 // Degraded reports whether Primary failed and has not answered since.
 func (f *FailoverSemaphore) Degraded() bool { return f.dep.Down() }

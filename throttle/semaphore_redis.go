@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,6 +103,8 @@ type RedisSemaphore struct {
 
 	wake chan struct{} // size 1: pending releases wait
 
+	onFreed []func(key string) // told of slots other processes give back
+
 	// loops run the renewals and releases; Kill (tests) ends them as a
 	// crash would.
 	loops lifecycle.Loops
@@ -117,8 +121,9 @@ const (
 
 // lease is one slot held by this process.
 type lease struct {
-	key string // the Redis key
-	id  string
+	key  string // the Redis key
+	name string // the key as given to TryAcquire
+	id   string
 }
 
 // pendingRelease is a lease released and not yet removed from Redis.
@@ -181,7 +186,7 @@ func (s *RedisSemaphore) TryAcquire(ctx context.Context, key string, limit int) 
 	if limit <= 0 {
 		return newPermit(func() {}), true, nil
 	}
-	l := lease{key: redisSemaphoreKey(s.cfg.Prefix, key), id: s.owner + "-" + strconv.FormatUint(s.seq.Add(1), 36)}
+	l := lease{key: redisSemaphoreKey(s.cfg.Prefix, key), name: key, id: s.owner + "-" + strconv.FormatUint(s.seq.Add(1), 36)}
 	n, err := acquireScript.Run(ctx, s.cfg.Client, []string{l.key}, limit, s.cfg.Lease.Milliseconds(), l.id).Int()
 	if err != nil {
 		return Permit{}, false, fmt.Errorf("semaphore %q: %w", key, err)
@@ -249,9 +254,56 @@ func (s *RedisSemaphore) Start(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.state = semRunning
+	listen := len(s.onFreed) > 0
 	s.mu.Unlock()
 	s.loops.Go(func() { s.run(ctx) })
+	if listen {
+		s.loops.Go(func() { s.listen(ctx) })
+	}
 	return nil
+}
+
+// OnFreed has f told the key (as given to TryAcquire) of each slot that
+// another process sharing the Redis gives back, between Start and Stop,
+// within a round trip of its release, so that work waiting for a slot
+// need not poll for one. Call it before Start; f is called from one
+// goroutine, in order, and must not block. Each release is published on
+// a Redis channel that every listening process receives: its cost grows
+// with the releases times the listeners.
+func (s *RedisSemaphore) OnFreed(f func(key string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onFreed = append(s.onFreed, f)
+}
+
+// listen tells the OnFreed functions of the releases other processes
+// publish, until Stop. The subscription is made again after a lost
+// connection (go-redis does); releases meanwhile go untold, and those
+// waiting find the slots by asking.
+func (s *RedisSemaphore) listen(ctx context.Context) {
+	ps := s.cfg.Client.Subscribe(ctx, redisSemaphoreFreedChannel(s.cfg.Prefix))
+	defer ps.Close()
+	s.mu.Lock()
+	fs := slices.Clone(s.onFreed)
+	s.mu.Unlock()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			owner, key, found := strings.Cut(m.Payload, " ")
+			if !found || owner == s.owner {
+				continue // its own: the releasing Permit told this process
+			}
+			for _, f := range fs {
+				f(key)
+			}
+		}
+	}
 }
 
 // Stop releases the leases still held, waits for the pending releases to
@@ -308,14 +360,17 @@ func (s *RedisSemaphore) flush(ctx context.Context, final bool) {
 		return
 	}
 	byKey := make(map[string][]any)
+	names := make(map[string]string)
 	for _, r := range batch {
 		byKey[r.key] = append(byKey[r.key], r.id)
+		names[r.key] = r.name
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.RenewEvery)
 	defer cancel()
 	_, err := s.cfg.Client.Pipelined(cctx, func(p redis.Pipeliner) error {
 		for k, ids := range byKey {
 			p.ZRem(cctx, k, ids...)
+			p.Publish(cctx, redisSemaphoreFreedChannel(s.cfg.Prefix), s.owner+" "+names[k])
 		}
 		return nil
 	})

@@ -284,3 +284,70 @@ func TestNewRedisSemaphoreInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisSemaphoreTellsFreedSlots: a slot given back by one process is
+// told at once to the others sharing the Redis that asked (OnFreed), by
+// its key, and not to the process that gave it back; a FailoverSemaphore
+// passes OnFreed on to its Primary.
+func TestRedisSemaphoreTellsFreedSlots(t *testing.T) {
+	t.Parallel()
+	onRedis(t, testRedisSemaphoreTellsFreedSlots)
+}
+
+func testRedisSemaphoreTellsFreedSlots(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
+	told := func(s throttle.FreedNotifier) <-chan string {
+		ch := make(chan string, 10)
+		s.OnFreed(func(key string) { ch <- key })
+		return ch
+	}
+	unstarted := func() *throttle.RedisSemaphore {
+		s, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: newClient(), Prefix: prefix, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := unstarted(), unstarted()
+	overB, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{Primary: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toA, toB := told(a), told(overB)
+	for _, s := range []*throttle.RedisSemaphore{a, b} {
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.Stop(ctx); err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		})
+	}
+
+	// The subscription is made by a goroutine: release until b hears.
+	deadline := time.After(10 * time.Second)
+	for heard := false; !heard; {
+		p, ok := tryAcquire(t, a, "acme", 1)
+		if !ok {
+			t.Fatal("the only slot refused")
+		}
+		p.Release()
+		select {
+		case key := <-toB:
+			if key != "acme" {
+				t.Fatalf("told of %q, want acme", key)
+			}
+			heard = true
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("a slot given back by one semaphore was never told to the other")
+		}
+	}
+	select {
+	case key := <-toA:
+		t.Errorf("the semaphore that gave %q back was told of it", key)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
