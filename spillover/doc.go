@@ -55,11 +55,16 @@
 // Config.HoldMax (1 s by default, in all) is held instead
 // (consumer.Hold): it keeps its worker slot and its visibility, unstarted,
 // and is admitted again at its token, or when a job of its tenant ends on
-// this worker, or every 100 ms for a slot given back by another worker.
+// this worker, or when another worker gives a slot of the tenant back
+// (told through Redis by a semaphore that is a throttle.FreedNotifier),
+// and in any case every 100 ms.
 // The worker holds a message only while it has other slots free
 // (consumer.Message.Spare), so that holding starves no other work; a
-// message held for HoldMax in all is spilled as above. Held messages are
-// counted in fairq_worker_tenant_held_total{tenant,reason}.
+// message held for HoldMax in all is spilled as above. The exception is
+// old work (below) with most of its tenant's slots, held in waves up to
+// its whole concurrency on the slots its receives reserved (see
+// Limiter.holdForSlot). Held messages are counted in
+// fairq_worker_tenant_held_total{tenant,reason}.
 //
 // Old work yields to fresh work. While fresh messages of T (not from the
 // backlog queue) keep coming to this worker (one within the last 5 s), a

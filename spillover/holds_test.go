@@ -157,11 +157,30 @@ func TestLimiterHolds(t *testing.T) {
 			},
 		},
 		{
-			name:   "old work: not held without a slot to spare",
-			limits: limits(1000, 1000, 1),
+			name:   "old work with most of its tenant's slots: held in a wave, free slots or not, up to its line's whole concurrency",
+			limits: limits(1000, 1000, 2),
+			fleet:  2,
 			steps: []step{
 				{old: true, want: dispatch},
+				{old: true, want: dispatch},
+				// No slot to spare, and a fresh message would be held at
+				// this worker's share, one: old work holds both of its
+				// line's.
+				{old: true, want: hold("concurrency", 100*ms)},
+				{old: true, want: hold("concurrency", 100*ms)},
 				{old: true, want: spill("concurrency", 2500*ms)},
+				{want: spill("concurrency", 2500*ms)}, // fresh, no slot to spare: not held
+			},
+		},
+		{
+			name:   "old work with half its tenant's slots or fewer: held only with slots to spare",
+			limits: limits(1000, 1000, 4), // fresh work comes: old work has 2 slots until a job time is known
+			steps: []step{
+				{spare: 8, want: dispatch},
+				{old: true, want: dispatch},
+				{old: true, want: dispatch},
+				{old: true, want: spill("concurrency", 2500*ms)},
+				{spare: 8, old: true, want: hold("concurrency", 100*ms)},
 			},
 		},
 		{
