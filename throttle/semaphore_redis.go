@@ -282,7 +282,7 @@ func (s *RedisSemaphore) OnFreed(f func(key string)) {
 // waiting find the slots by asking.
 func (s *RedisSemaphore) listen(ctx context.Context) {
 	ps := s.cfg.Client.Subscribe(ctx, redisSemaphoreFreedChannel(s.cfg.Prefix))
-	defer ps.Close()
+	defer func() { _ = ps.Close() }() // a closing connection has nothing to report
 	s.mu.Lock()
 	fs := slices.Clone(s.onFreed)
 	s.mu.Unlock()
