@@ -21,6 +21,7 @@ import (
 
 	"github.com/fairq/fairq/internal/degrade"
 	"github.com/fairq/fairq/internal/lifecycle"
+	"github.com/fairq/fairq/internal/notices"
 )
 
 // HeartbeatDefault is Config.Heartbeat's default.
@@ -299,25 +300,15 @@ func (f *Fleet) subscribe(ctx context.Context) *redis.PubSub {
 // listen asks for a heartbeat at once when another worker announces that
 // it left (Leave), until ctx ends.
 func (f *Fleet) listen(ctx context.Context, sub *redis.PubSub) {
-	defer func() { _ = sub.Close() }() // a closing connection has nothing to report
-	ch := sub.Channel()
-	for {
-		select {
-		case <-ctx.Done():
+	notices.Each(ctx, sub, func(id string) {
+		if id == f.cfg.ID {
 			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			if m.Payload == f.cfg.ID {
-				continue
-			}
-			select {
-			case f.beatNow <- struct{}{}:
-			default: // one is asked for already
-			}
 		}
-	}
+		select {
+		case f.beatNow <- struct{}{}:
+		default: // one is asked for already
+		}
+	})
 }
 
 // Stop stops the heartbeat and takes the worker out of the fleet at once,

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/internal/lifecycle"
+	"github.com/fairq/fairq/internal/notices"
 )
 
 // LeaseDefault is RedisSemaphoreConfig.Lease's default.
@@ -282,28 +283,18 @@ func (s *RedisSemaphore) OnFreed(f func(key string)) {
 // waiting find the slots by asking.
 func (s *RedisSemaphore) listen(ctx context.Context) {
 	ps := s.cfg.Client.Subscribe(ctx, redisSemaphoreFreedChannel(s.cfg.Prefix))
-	defer func() { _ = ps.Close() }() // a closing connection has nothing to report
 	s.mu.Lock()
 	fs := slices.Clone(s.onFreed)
 	s.mu.Unlock()
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			owner, key, found := strings.Cut(m.Payload, " ")
-			if !found || owner == s.owner {
-				continue // its own: the releasing Permit told this process
-			}
-			for _, f := range fs {
-				f(key)
-			}
+	notices.Each(ctx, ps, func(payload string) {
+		owner, key, found := strings.Cut(payload, " ")
+		if !found || owner == s.owner {
+			return // its own: the releasing Permit told this process
 		}
-	}
+		for _, f := range fs {
+			f(key)
+		}
+	})
 }
 
 // Stop releases the leases still held, waits for the pending releases to
