@@ -219,7 +219,7 @@ func New(cfg Config) (*Limiter, error) {
 	if n, ok := cfg.Semaphore.(throttle.FreedNotifier); ok {
 		// A slot given back on another worker wakes the messages held
 		// here for it at once, rather than at their next ask.
-		n.OnFreed(l.freedElsewhere)
+		n.OnFreed(l.wake)
 	}
 	return l, nil
 }
@@ -467,15 +467,13 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 func (l *Limiter) release(p slots, tenant string) {
 	p.Release()
 	l.freed.update(tenant, l.cfg.NowFunc(), func(struct{}, bool) struct{} { return struct{}{} })
-	for _, h := range []*holds{l.holds, l.waves} {
-		h.freed(concurrencyKey(tenant))
-		h.freed(backlogConcurrencyKey(tenant)) // either slot may be what its old work waits for
-	}
+	l.wake(concurrencyKey(tenant))
+	l.wake(backlogConcurrencyKey(tenant)) // either slot may be what its old work waits for
 }
 
-// freedElsewhere wakes the messages held here for a slot of key that
-// another worker gave back.
-func (l *Limiter) freedElsewhere(key string) {
+// wake wakes the messages held here for a slot of key, given back on
+// this worker or another.
+func (l *Limiter) wake(key string) {
 	l.holds.freed(key)
 	l.waves.freed(key)
 }

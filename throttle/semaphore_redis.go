@@ -350,18 +350,16 @@ func (s *RedisSemaphore) flush(ctx context.Context, final bool) {
 	if len(batch) == 0 {
 		return
 	}
-	byKey := make(map[string][]any)
-	names := make(map[string]string)
+	byName := make(map[string][]any) // a lease's name makes its key
 	for _, r := range batch {
-		byKey[r.key] = append(byKey[r.key], r.id)
-		names[r.key] = r.name
+		byName[r.name] = append(byName[r.name], r.id)
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.RenewEvery)
 	defer cancel()
 	_, err := s.cfg.Client.Pipelined(cctx, func(p redis.Pipeliner) error {
-		for k, ids := range byKey {
-			p.ZRem(cctx, k, ids...)
-			p.Publish(cctx, redisSemaphoreFreedChannel(s.cfg.Prefix), s.owner+" "+names[k])
+		for name, ids := range byName {
+			p.ZRem(cctx, redisSemaphoreKey(s.cfg.Prefix, name), ids...)
+			p.Publish(cctx, redisSemaphoreFreedChannel(s.cfg.Prefix), s.owner+" "+name)
 		}
 		return nil
 	})
