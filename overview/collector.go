@@ -200,27 +200,37 @@ func (c *Collector) Start(ctx context.Context) error {
 // Stop ends the sampling.
 func (c *Collector) Stop(ctx context.Context) error { return c.loops.Stop(ctx) }
 
-// sample reads every queue's depth and adds it to the history.
+// sample reads every queue's depth and adds it to the history. A pass
+// is recorded whole, under one lock, so that a document never shows some
+// queues read and others not yet.
 func (c *Collector) sample(ctx context.Context) {
-	keep := int(c.cfg.History / c.cfg.SampleEvery)
+	type reading struct {
+		depth queue.Depth
+		at    time.Time
+		err   error
+	}
+	pass := make([]reading, len(c.queues))
 	for i, q := range c.queues {
 		cctx, cancel := context.WithTimeout(ctx, readTimeout)
-		d, err := c.cfg.Depths.Depth(cctx, q.name)
+		pass[i].depth, pass[i].err = c.cfg.Depths.Depth(cctx, q.name)
 		cancel()
-		now := c.cfg.Now()
-		c.mu.Lock()
-		if err != nil {
-			c.problem[i] = fmt.Sprintf("depth of %s: %v", q.name, err)
-		} else {
-			c.problem[i] = ""
-			c.latest[i] = &now
-			h := append(c.history[i], Point{At: Stamp(now), Visible: d.Visible, NotVisible: d.NotVisible, Delayed: d.Delayed})
-			if len(h) > keep {
-				h = slices.Delete(h, 0, len(h)-keep)
-			}
-			c.history[i] = h
+		pass[i].at = c.cfg.Now()
+	}
+	keep := int(c.cfg.History / c.cfg.SampleEvery)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, r := range pass {
+		if r.err != nil {
+			c.problem[i] = fmt.Sprintf("depth of %s: %v", c.queues[i].name, r.err)
+			continue
 		}
-		c.mu.Unlock()
+		c.problem[i] = ""
+		c.latest[i] = &r.at
+		h := append(c.history[i], Point{At: Stamp(r.at), Visible: r.depth.Visible, NotVisible: r.depth.NotVisible, Delayed: r.depth.Delayed})
+		if len(h) > keep {
+			h = slices.Delete(h, 0, len(h)-keep)
+		}
+		c.history[i] = h
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,6 +242,49 @@ func TestCollectorPartial(t *testing.T) {
 	if q := d.Queues[len(d.Queues)-1]; q.SampledAt != nil || len(q.History) != 0 {
 		t.Errorf("the DLQ's row: %+v, want never sampled", q)
 	}
+}
+
+// held holds the depth read of one queue until released.
+type held struct {
+	overview.DepthReader
+	queue             string
+	reached, released chan struct{}
+	once              sync.Once
+}
+
+func (h *held) Depth(ctx context.Context, q string) (queue.Depth, error) {
+	if q == h.queue {
+		h.once.Do(func() { close(h.reached) })
+		select {
+		case <-h.released:
+		case <-ctx.Done():
+			return queue.Depth{}, ctx.Err()
+		}
+	}
+	return h.DepthReader.Depth(ctx, q)
+}
+
+// TestCollectorWholePasses: a document built while a pass is under way
+// shows the pass before it, never some queues read and others not.
+func TestCollectorWholePasses(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	cfg := s.config(overview.NewRecorder(overview.RecorderConfig{}), nil)
+	h := &held{DepthReader: s.backend, queue: s.names.DLQ, reached: make(chan struct{}), released: make(chan struct{})}
+	cfg.Depths = h
+	c := collector(t, cfg)
+	<-h.reached
+	d, err := c.Document(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range d.Queues {
+		if q.SampledAt != nil {
+			t.Errorf("%s read while the pass that read it is under way", q.Name)
+		}
+	}
+	close(h.released)
+	document(t, c, func(d *overview.Document) bool { return !d.Partial })
 }
 
 func TestConfigValidate(t *testing.T) {
