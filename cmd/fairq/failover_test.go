@@ -631,11 +631,16 @@ func (r *failoverRun) checkDegradedSeen(errorf func(string, ...any), open bool) 
 //   - failing closed: c throughout, and nothing asked for after the kill
 //     starts for the tenants on the dead master until r.takeover.
 //
-// Started, for a rate r and burst b over a phase of t seconds: b + r×t;
-// failing open, a tenant on the masters still up is asked of Redis when
-// the cooldown after a failure has passed and of the worker's share in
-// between (the component's state, not the key's, decides), so up to
-// twice that during the outage.
+// Started, for a rate r and burst b over a phase of t seconds: b + r×t.
+// Failing open, during the outage:
+//   - a tenant on the masters still up is asked of Redis when the
+//     cooldown after a failure has passed and of the worker's share in
+//     between (the component's state, not the key's, decides), so up to
+//     twice that;
+//   - a tenant on the dead master gets two bursts more: the workers'
+//     shares start full (n × b/n), and its bucket in Redis refilled while
+//     nobody could ask it, so it answers with b again once the replica
+//     took over.
 func (r *failoverRun) checkLimits(errorf func(string, ...any), limits map[string]tenant.Resolved, open bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -696,8 +701,12 @@ func (r *failoverRun) checkLimits(errorf func(string, ...any), limits map[string
 		for p := range phases {
 			from, to := span(p)
 			allowed := float64(lim.ProcessBurst) + lim.ProcessRate*to.Sub(from).Seconds()
-			if p == phaseOutage && open && !victim[id] {
-				allowed *= 2
+			if p == phaseOutage && open {
+				if victim[id] {
+					allowed += 2 * float64(lim.ProcessBurst)
+				} else {
+					allowed *= 2
+				}
 			}
 			if float64(started[p]) > allowed+1 {
 				errorf("%s, %s phase (%v): %d started, want at most %.0f (rate %v/s, burst %d)",
