@@ -17,3 +17,7 @@ func redisPacerKey(prefix, key string) string { return "pace:" + prefix + key }
 // redisSemaphoreFreedChannel is the Pub/Sub channel on which semaphores
 // under prefix tell each other of the slots they give back.
 func redisSemaphoreFreedChannel(prefix string) string { return "sem-freed:" + prefix }
+
+// redisMeterKey is the Redis key of a meter's hash (rate, at, last); one
+// key a script, so any key of the Cluster's slots will do.
+func redisMeterKey(prefix, key string) string { return "meter:" + prefix + key }
