@@ -67,7 +67,8 @@
 // fairq_worker_tenant_held_total{tenant,reason}.
 //
 // Old work yields to fresh work. While fresh messages of T (not from the
-// backlog queue) keep coming to this worker (one within the last 5 s), a
+// backlog queue) keep coming (one within the last 5 s: to the fleet, as a
+// Config.Meter measures them, otherwise to this worker), a
 // message from the backlog queue (consumer.Message.Backlog) may use only
 // what T's fresh messages leave of T's concurrency and process_rate (a
 // semaphore and a bucket of its own, on top of T's, which it also takes a
@@ -77,7 +78,8 @@
 // not use goes to the backlog rather than idling. Over its part of the
 // slots it is held like any other message, but for a slot of its own
 // semaphore and in holds counted apart, so that a held old message never
-// takes a fresh one's hold; over its part of the rate it is not held.
+// takes a fresh one's hold; over its part of the rate it is held, apart
+// too, only while it has most of T's slots (a wave, above).
 // Spilled, it is sent back to the backlog queue, its turns in lines of
 // their own. Once
 // T has nothing but old work, its backlog has T's whole limits.

@@ -71,3 +71,60 @@ func TestHoldWokenBySlotFreedElsewhere(t *testing.T) {
 	}
 	t.Fatal("a slot given back on one worker never woke the message held for it on the other")
 }
+
+// TestOldWorkYieldsToFreshWorkElsewhere: a worker that receives none of a
+// tenant's fresh messages still has its old work leave them their share,
+// from the rate the workers that receive them measure in Redis.
+func TestOldWorkYieldsToFreshWorkElsewhere(t *testing.T) {
+	t.Parallel()
+	addr := testenv.RedisAddr(t)
+	reg := registry(t, map[string]tenant.Limits{"acme": limits(1000, 1000, 4)})
+	prefix := "fairq-test:" + t.Name() + ":"
+	worker := func() (*spillover.Limiter, *throttle.RedisMeter) {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { c.Close() })
+		m, err := throttle.NewRedisMeter(throttle.RedisMeterConfig{Client: c, Prefix: prefix,
+			Window: spillover.FreshWindow, Every: 20 * time.Millisecond, Component: "worker_fresh"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := spillover.New(spillover.Config{Tenants: reg, Meter: m, FleetSizeFunc: func() int { return 2 }, HoldMax: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := m.Stop(context.Background()); err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		})
+		return l, m
+	}
+	a, _ := worker()
+	b, meterB := worker()
+	ctx := context.Background()
+
+	fresh, err := a.Admit(ctx, &consumer.Message{ID: "fresh", Tenant: "acme"})
+	if err != nil || fresh.Action != consumer.Dispatch {
+		t.Fatalf("a, a fresh message: %v, %v; want dispatch", fresh.Action, err)
+	}
+	fresh.Done()
+	// b learns of it at its meter's next read (the key is spillover's).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if r, _, ok := meterB.Rate("fresh:acme"); ok && r > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b's meter never measured a's fresh message")
+		}
+	}
+	// No job time known yet: old work has half of the 4 slots.
+	for i, want := range []consumer.Action{consumer.Dispatch, consumer.Dispatch, consumer.Spill} {
+		v, err := b.Admit(ctx, &consumer.Message{ID: "old", Tenant: "acme", Backlog: true})
+		if err != nil || v.Action != want {
+			t.Fatalf("b, old message %d: %v, %v; want %v", i+1, v.Action, err, want)
+		}
+	}
+}

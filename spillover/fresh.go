@@ -5,13 +5,14 @@ import (
 	"time"
 )
 
-// freshWindow is how long after a tenant's last fresh message (one not
+// FreshWindow is how long after a tenant's last fresh message (one not
 // from the backlog queue) its backlog messages still yield to fresh ones,
-// and the time constant of its fresh arrival rate.
-const freshWindow = 5 * time.Second
+// and the time constant of its fresh arrival rate: the Window of a
+// Config.Meter.
+const FreshWindow = 5 * time.Second
 
 // fresh keeps, per tenant, when its latest fresh message came to this
-// worker and how fast they come (a moving average over about freshWindow),
+// worker and how fast they come (a moving average over about FreshWindow),
 // so that old work leaves fresh work the share of the limits it uses, and
 // a tenant with nothing but old work left has its whole limits for it.
 type fresh struct{ rate *perTenant[arrivals] }
@@ -23,12 +24,12 @@ type arrivals struct {
 }
 
 func newFresh(now time.Time) fresh {
-	return fresh{newPerTenant[arrivals](freshWindow, now)}
+	return fresh{newPerTenant[arrivals](FreshWindow, now)}
 }
 
-// decay is the weight left to an average freshWindow-long after d.
+// decay is the weight left to an average FreshWindow-long after d.
 func decay(d time.Duration) float64 {
-	return math.Exp(-d.Seconds() / freshWindow.Seconds())
+	return math.Exp(-d.Seconds() / FreshWindow.Seconds())
 }
 
 // mark records a fresh message of tenant at now.
@@ -38,16 +39,16 @@ func (f fresh) mark(tenant string, now time.Time) {
 		if ok {
 			r = a.perSecond * decay(now.Sub(a.at))
 		}
-		return arrivals{r + 1/freshWindow.Seconds(), now}
+		return arrivals{r + 1/FreshWindow.Seconds(), now}
 	})
 }
 
 // recent reports whether a fresh message of tenant came within
-// freshWindow of now, and the rate at which they have been coming to this
+// FreshWindow of now, and the rate at which they have been coming to this
 // worker, a second.
 func (f fresh) recent(tenant string, now time.Time) (perSecond float64, ok bool) {
 	a, _, ok := f.rate.get(tenant)
-	if !ok || now.Sub(a.at) > freshWindow {
+	if !ok || now.Sub(a.at) > FreshWindow {
 		return 0, false
 	}
 	return a.perSecond * decay(now.Sub(a.at)), true

@@ -184,6 +184,30 @@ func TestLimiterHolds(t *testing.T) {
 			},
 		},
 		{
+			name:   "old work with most of its tenant's slots: held for its token, apart from fresh work",
+			limits: limits(10, 1, 100),
+			steps: []step{
+				{spare: 8, want: dispatch},
+				// Jobs take 100 ms and fresh work came at 1 in 5 s (0.196
+				// a second 100 ms later): old work has 99 slots, and 9.765
+				// of the 10 a second, a bucket of 1.
+				{advance: 100 * ms, done: 1},
+				{spare: 8, old: true, want: dispatch},
+				{spare: 8, old: true, want: hold("rate", 102409152*time.Nanosecond)}, // its own bucket's next token
+				{spare: 8, old: true, want: hold("rate", 204818303*time.Nanosecond)},
+				// Fresh work waits for the tenant's token, not behind them.
+				{spare: 8, want: hold("rate", 100*ms)},
+			},
+		},
+		{
+			name:   "old work with half its tenant's slots: not held for a token",
+			limits: limits(10, 1, 100), // no job time known: old work has half the slots
+			steps: []step{
+				{spare: 8, want: dispatch},
+				{spare: 8, old: true, want: spill("rate", 100*ms)}, // the tenant's token
+			},
+		},
+		{
 			name:   "over concurrency, held up to HoldMax: spilled",
 			limits: limits(1000, 1000, 1),
 			steps: []step{

@@ -19,3 +19,6 @@ func backlogKey(tenant string) string { return "process-backlog:" + tenant }
 // messages from the backlog queue to what its fresh messages leave of its
 // concurrency, on top of concurrencyKey.
 func backlogConcurrencyKey(tenant string) string { return "concurrency-backlog:" + tenant }
+
+// freshKey is the key of the Meter of a tenant's fresh messages.
+func freshKey(tenant string) string { return "fresh:" + tenant }

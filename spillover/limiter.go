@@ -65,6 +65,17 @@ var (
 	_ Pacer = (*throttle.FailoverPacer)(nil)
 )
 
+// Meter measures how fast events of a key come across the fleet;
+// *throttle.RedisMeter is one. Mark counts one here; Rate answers, as of
+// now, events a second and the time since the latest, ok false while it
+// does not know.
+type Meter interface {
+	Mark(key string)
+	Rate(key string) (perSecond float64, since time.Duration, ok bool)
+}
+
+var _ Meter = (*throttle.RedisMeter)(nil)
+
 // Config configures a Limiter.
 type Config struct {
 	// Tenants gives each tenant's limits, read at every message so that a
@@ -100,6 +111,12 @@ type Config struct {
 	// worker keeps its own turns at its share of the rate, which comes
 	// back slower than the rate when the workers did not spill alike.
 	Pacer Pacer
+	// Meter measures each tenant's fresh messages across the fleet, so
+	// that old work leaves fresh work what it uses fleet-wide: a
+	// throttle.RedisMeter for a fleet. Nil, and while it does not know,
+	// each worker goes by the fresh messages it receives itself, times the
+	// fleet size (see freshRate).
+	Meter Meter
 	// ConcurrencyDelay is the mean delay of a message spilled for
 	// concurrency; each gets a delay drawn uniformly between half and
 	// one and a half times it. Zero uses ConcurrencyDelayDefault.
@@ -250,8 +267,8 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	// Old work yields to fresh work of the same tenant, while there is any.
 	var y yielding
 	if now := l.cfg.NowFunc(); m.Backlog {
-		if perSecond, recent := l.fresh.recent(id, now); recent {
-			y = l.yieldTo(id, perSecond, lim)
+		if fleetRate, recent := l.freshRate(id, now); recent {
+			y = l.yieldTo(id, fleetRate, lim)
 		}
 	} else if m.Held == 0 && !m.Moved {
 		// A fresh message counts once: not again when it is asked about
@@ -260,18 +277,33 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		// times faster than it came, and old work yield it half its
 		// limits while the backlog drained.
 		l.fresh.mark(id, now)
+		if l.cfg.Meter != nil {
+			l.cfg.Meter.Mark(freshKey(id))
+		}
 	}
 	permit, v, err := l.acquire(ctx, label, id, lim.Concurrency, y, m)
 	if err != nil || v.Action != consumer.Dispatch {
 		return v, err
 	}
+	// Fresh work, and old work alone, is held for a token in the holds
+	// of fresh work. Old work while fresh work comes is held apart, and
+	// only in a wave: where fresh work needs half the tenant's slots or
+	// more, old work held for tokens took the worker's free slots its
+	// holds needed (a noisy tenant's rate fell from 40/s to 32/s).
+	hold := l.holds
+	if y.on {
+		hold = nil
+		if y.wave(m, lim.Concurrency) {
+			hold = l.waves
+		}
+	}
 	if y.on && !y.rate.Unlimited() {
-		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate, m, false); err != nil || v.Action != consumer.Dispatch {
+		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate, m, true, hold); err != nil || v.Action != consumer.Dispatch {
 			l.release(permit, id)
 			return v, err
 		}
 	}
-	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, m, !y.on)
+	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, m, y.on, hold)
 	if err != nil || v.Action != consumer.Dispatch {
 		l.release(permit, id)
 		return v, err
@@ -331,11 +363,7 @@ func (l *Limiter) acquire(ctx context.Context, label, id string, concurrency int
 	if y.on {
 		line, most = backlogConcurrencyKey(id), y.concurrency
 	}
-	// Old work that has most of the tenant's slots (its fresh work needs
-	// fewer than half) is what the tenant is mostly doing: held in waves,
-	// beyond the worker's free slots (holdForSlot).
-	wave := m.Backlog && 2*most > concurrency
-	if v, ok := l.holdForSlot(label, id, line, most, wave, m); ok {
+	if v, ok := l.holdForSlot(label, id, line, most, y.wave(m, concurrency), m); ok {
 		return slots{}, v, nil
 	}
 	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, line, most)), nil
@@ -351,37 +379,71 @@ type yielding struct {
 	rate        throttle.Limit
 }
 
+// wave reports whether m is old work that has most of its tenant's
+// slots (its fresh work needs fewer than half): what the tenant is mostly
+// doing. Its spills come back in waves a second apart, held beyond the
+// worker's free slots for a slot (holdForSlot), and within them for a
+// token of old work (rate).
+func (y yielding) wave(m *consumer.Message, concurrency int) bool {
+	most := concurrency
+	if y.on {
+		most = y.concurrency
+	}
+	return m.Backlog && 2*most > concurrency
+}
+
 // freshHeadroom is the margin over fresh work's measured need of slots
-// that old work leaves it: a burst of fresh messages above their average
-// rate still finds a slot. freshRateHeadroom is the margin over its
-// measured rate, smaller: the tenant's bucket, which fresh and old work
-// share, absorbs a burst up to process_burst, and refills as long as the
-// two together stay below the rate. A larger margin leaves the tokens
-// idle while a backlog drains.
+// that old work leaves it, rounded up: a burst of fresh messages above
+// their average rate still finds a slot. freshRateHeadroom is the margin
+// over its measured rate, smaller: the tenant's bucket, which fresh and
+// old work share, absorbs a burst up to process_burst, and refills as
+// long as the two together stay below the rate. A larger margin leaves
+// the slots and tokens idle while a backlog drains: with a slot and a
+// token a second more for fresh work, a tenant of 40 a second, 10 slots
+// and 200 ms jobs, 5 fresh messages a second coming, left its old work 33
+// a second and 7 slots, where it now leaves 34 and 8.
 const (
 	freshHeadroom     = 1.5
 	freshRateHeadroom = 1.2
 )
 
+// freshRate returns how fast tenant id's fresh messages come to the
+// whole fleet, a second, and whether one came within FreshWindow: as the
+// Meter measures them when it knows, otherwise this worker's own rate
+// times the fleet size. The latter assumes every worker receives its
+// share; but a tenant's messages go to the few live queues of its shard,
+// and with queues shared out each is watched by a few workers, so a
+// worker may receive twice its share or none. Twice: fresh work at 5 of
+// a tenant's 40 a second counts as 10, and old work is left 27 instead of
+// 33. None: old work yields nothing there.
+func (l *Limiter) freshRate(id string, now time.Time) (float64, bool) {
+	if l.cfg.Meter != nil {
+		if r, since, ok := l.cfg.Meter.Rate(freshKey(id)); ok {
+			return r, since <= FreshWindow
+		}
+	}
+	perSecond, recent := l.fresh.recent(id, now)
+	return perSecond / throttle.Share(l.cfg.FleetSizeFunc()), recent
+}
+
 // yieldTo returns what the old work of a tenant may use while its fresh
-// messages come at perSecond to this worker: the limits less what the
-// fresh ones need (their rate over the fleet, and that rate times the
-// mean job time in slots, with headroom), and never less than half. So
+// messages come at fleetRate to the fleet: the limits less what the fresh
+// ones need (their rate, and that rate times the mean job time in slots,
+// with headroom), and never less than half. So
 // fresh work is served first, and the limits fresh work leaves unused go
 // to the old, where a fixed half left them idle: a tenant whose backlog
 // drains while a trickle of new messages comes keeps to its limits, not
 // to half of them. Until a job time is known, old work has half the
 // slots.
-func (l *Limiter) yieldTo(id string, perSecond float64, lim tenant.Resolved) yielding {
-	fleetRate := perSecond / throttle.Share(l.cfg.FleetSizeFunc())
+func (l *Limiter) yieldTo(id string, fleetRate float64, lim tenant.Resolved) yielding {
 	reserve := lim.Concurrency / 2
 	if mean, ok := l.jobs.of(id); ok {
-		need := int(math.Ceil(freshHeadroom*fleetRate*mean.Seconds())) + 1
+		need := int(math.Ceil(freshHeadroom * fleetRate * mean.Seconds()))
 		reserve = min(reserve, need)
 	}
 	y := yielding{on: true, concurrency: max(1, lim.Concurrency-reserve)}
 	if lim.ProcessRate > 0 && !math.IsInf(lim.ProcessRate, 1) {
-		left := lim.ProcessRate - min(lim.ProcessRate/2, freshRateHeadroom*fleetRate+1)
+		left := lim.ProcessRate - min(lim.ProcessRate/2, freshRateHeadroom*fleetRate)
 		y.rate = throttle.Limit{Rate: left, Burst: max(1, int(float64(lim.ProcessBurst)*left/lim.ProcessRate))}
 	}
 	return y
@@ -425,11 +487,13 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 }
 
 // rate takes a token of key's bucket for a message of tenant id: a
-// Dispatch verdict when it got one, otherwise the spill to its turn at
-// this worker's share of the rate, behind the messages spilled before it,
-// so that spilled messages come back at the rate rather than all at the
-// next token.
-func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, m *consumer.Message, mayHold bool) (consumer.Verdict, error) {
+// Dispatch verdict when it got one, otherwise the Hold for its token, in
+// h, when it comes soon, or the spill to its turn at this worker's share
+// of the rate, behind the messages spilled before it, so that spilled
+// messages come back at the rate rather than all at the next token. old
+// is old work while fresh work comes, which takes its turns in a line of
+// its own.
+func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, m *consumer.Message, old bool, h *holds) (consumer.Verdict, error) {
 	d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
 	if err != nil {
 		return l.failed(label, id, err)
@@ -438,17 +502,17 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 		return consumer.Verdict{Action: consumer.Dispatch}, nil
 	}
 	// Its turn here: the next token, then one more per message held
-	// here for one.
-	n := l.holds.count(key)
+	// here for one, in h (nil holds none) or the other holds.
+	n := l.holds.count(key) + l.waves.count(key)
 	wait := d.RetryAfter + time.Duration(float64(n)/lim.Rate*float64(time.Second))
-	if mayHold { // not old work while fresh work comes: see acquire
-		if v, ok := l.holdForToken(label, key, n, wait, m); ok {
+	if h != nil {
+		if v, ok := l.holdForToken(h, label, key, n, wait, m); ok {
 			return v, nil
 		}
 	}
 
 	line := key
-	if !mayHold && key == processKey(id) {
+	if old && key == processKey(id) {
 		line = backlogKey(id) // see concurrencyWait
 	}
 	delay := l.turn(ctx, l.pacer, line, lim.Rate, wait)
@@ -485,11 +549,11 @@ func (l *Limiter) wake(key string) {
 // tokens too: a message that finds none at its turn is held again, for
 // what is left of its HoldMax.) Holding costs a worker slot, so the
 // worker holds no more messages than it has other slots free.
-func (l *Limiter) holdForToken(label, key string, n int, wait time.Duration, m *consumer.Message) (consumer.Verdict, bool) {
+func (l *Limiter) holdForToken(h *holds, label, key string, n int, wait time.Duration, m *consumer.Message) (consumer.Verdict, bool) {
 	if m.Spare < 1 || wait > l.cfg.HoldMax-m.Held {
 		return consumer.Verdict{}, false
 	}
-	wake, end, ok := l.holds.take(key, n+1, m.Spare)
+	wake, end, ok := h.take(key, n+1, m.Spare)
 	if !ok {
 		return consumer.Verdict{}, false // another took the turn meanwhile
 	}

@@ -238,7 +238,8 @@ func TestLimiterVerdicts(t *testing.T) {
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				// Jobs take 1 s, and fresh messages came at 1 in 5 s: they
-				// need 1 slot, 2 with headroom; old work has the other 8.
+				// need 0.2 slots, 0.3 with headroom, so 1; old work has
+				// the other 9.
 				{advance: time.Second, done: 1},
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
@@ -248,8 +249,8 @@ func TestLimiterVerdicts(t *testing.T) {
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
+				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: spill("concurrency", 2500*ms)},
-				{tenant: "acme", want: dispatch},
 				{tenant: "acme", want: dispatch},
 				// Not behind the old message spilled before it: old work
 				// has a line of its own while fresh work comes.
@@ -263,25 +264,25 @@ func TestLimiterVerdicts(t *testing.T) {
 			steps: []step{
 				{tenant: "acme", want: dispatch},
 				// One fresh message in 5 s: fresh work needs 0.2 a second,
-				// 1.24 with headroom; old work has 8.76 of the 10, a bucket
+				// 0.24 with headroom; old work has 9.76 of the 10, a bucket
 				// of 3.
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
-				{tenant: "acme", old: true, want: spill("rate", 114155252*time.Nanosecond)}, // its own turn at 8.76 a second
+				{tenant: "acme", old: true, want: spill("rate", 102459017*time.Nanosecond)}, // its own turn at 9.76 a second
 				{tenant: "acme", want: spill("rate", 100*ms)},
 				{advance: 100 * ms, tenant: "acme", want: dispatch},
 			},
 		},
 		{
 			name:    "while fresh work comes fast, old work takes at most half of the rate",
-			tenants: map[string]tenant.Limits{"acme": limits(10, 40, 100)},
+			tenants: map[string]tenant.Limits{"acme": limits(10, 60, 100)},
 			steps: slices.Concat(
-				slices.Repeat([]step{{tenant: "acme", want: dispatch}}, 17), // 3.4 a second over 5 s
-				// Fresh work needs 3.4 a second, 5.08 with headroom: more
-				// than half, so old work has half, a bucket of 20, while
-				// the tenant's has 23 tokens left.
-				slices.Repeat([]step{{tenant: "acme", old: true, want: dispatch}}, 20),
+				slices.Repeat([]step{{tenant: "acme", want: dispatch}}, 21), // 4.2 a second over 5 s
+				// Fresh work needs 4.2 a second, 5.04 with headroom: more
+				// than half, so old work has half, a bucket of 30, while
+				// the tenant's has 39 tokens left.
+				slices.Repeat([]step{{tenant: "acme", old: true, want: dispatch}}, 30),
 				[]step{
 					{tenant: "acme", old: true, want: spill("rate", 200*ms)}, // its own turn at 5 a second
 				}),

@@ -104,6 +104,7 @@ type system struct {
 	// The worker's fleet-wide limits and autoscaling signals.
 	fleet       *fleet.Fleet
 	semaphore   *throttle.RedisSemaphore // nil without Redis
+	meter       *throttle.RedisMeter     // nil without Redis
 	autoscaling *fleet.Autoscaling
 
 	// What an operator sees: this process's counts of each tenant's
@@ -479,6 +480,15 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		if err != nil {
 			return nil, err
 		}
+		// What old work leaves fresh work is measured across the fleet:
+		// a worker may receive more of a tenant's fresh messages than its
+		// share, or none.
+		s.meter, err = throttle.NewRedisMeter(throttle.RedisMeterConfig{Client: s.redis, Prefix: s.keyPrefix(),
+			Window: spillover.FreshWindow, Component: "worker_fresh_meter", Logger: s.logger, RedisMetrics: s.degrade})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Meter = s.meter
 		s.semaphore, err = throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: s.redis, Prefix: s.keyPrefix(), Logger: s.logger})
 		if err != nil {
 			return nil, err
@@ -638,7 +648,7 @@ func (s *system) Start(ctx context.Context) error {
 		// permits before the renewer stops.
 		parts = append(parts, s.fleet)
 		if s.semaphore != nil {
-			parts = append(parts, s.semaphore)
+			parts = append(parts, s.semaphore, s.meter)
 		}
 		parts = append(parts, s.autoscaling, s.worker, s.waker)
 	}
