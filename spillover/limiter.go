@@ -414,8 +414,8 @@ const (
 // share; but a tenant's messages go to the few live queues of its shard,
 // and with queues shared out each is watched by a few workers, so a
 // worker may receive twice its share or none. Twice: fresh work at 5 of
-// a tenant's 40 a second counts as 10, and old work is left 27 instead of
-// 33. None: old work yields nothing there.
+// a tenant's 40 a second counts as 10, and old work is left 28 a second
+// instead of 34. None: old work yields nothing there.
 func (l *Limiter) freshRate(id string, now time.Time) (float64, bool) {
 	if l.cfg.Meter != nil {
 		if r, since, ok := l.cfg.Meter.Rate(freshKey(id)); ok {

@@ -195,13 +195,16 @@ return {tostring(rate), tostring(since)}
 // of the keys asked about or marked within the last Window, in one
 // pipeline. Keys not asked about for longer are forgotten.
 func (m *RedisMeter) sync(ctx context.Context) {
-	if m.dep.Resting() {
-		return
-	}
 	now := m.cfg.Now()
 	m.mu.Lock()
 	pending := m.pending
 	m.pending = make(map[string]int, len(pending))
+	if m.dep.Resting() {
+		// Lost, as those of a failed send are: sent late, they would
+		// count as events of now.
+		m.mu.Unlock()
+		return
+	}
 	keys := make([]string, 0, len(m.asked))
 	for k, at := range m.asked {
 		if now.Sub(at) > m.cfg.Window {
