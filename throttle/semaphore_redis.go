@@ -122,10 +122,17 @@ const (
 
 // lease is one slot held by this process.
 type lease struct {
-	key  string // the Redis key
-	name string // the key as given to TryAcquire
+	name string // the key as given to TryAcquire; redisKey makes the Redis key
 	id   string
 }
+
+// leaseIDs groups the ids of leases by name, for one Redis call per key.
+type leaseIDs map[string][]any
+
+func (g leaseIDs) add(l lease) { g[l.name] = append(g[l.name], l.id) }
+
+// redisKey is the Redis key of the leases of name.
+func (s *RedisSemaphore) redisKey(name string) string { return redisSemaphoreKey(s.cfg.Prefix, name) }
 
 // pendingRelease is a lease released and not yet removed from Redis.
 type pendingRelease struct {
@@ -187,8 +194,8 @@ func (s *RedisSemaphore) TryAcquire(ctx context.Context, key string, limit int) 
 	if limit <= 0 {
 		return newPermit(func() {}), true, nil
 	}
-	l := lease{key: redisSemaphoreKey(s.cfg.Prefix, key), name: key, id: s.owner + "-" + strconv.FormatUint(s.seq.Add(1), 36)}
-	n, err := acquireScript.Run(ctx, s.cfg.Client, []string{l.key}, limit, s.cfg.Lease.Milliseconds(), l.id).Int()
+	l := lease{name: key, id: s.owner + "-" + strconv.FormatUint(s.seq.Add(1), 36)}
+	n, err := acquireScript.Run(ctx, s.cfg.Client, []string{s.redisKey(key)}, limit, s.cfg.Lease.Milliseconds(), l.id).Int()
 	if err != nil {
 		return Permit{}, false, fmt.Errorf("semaphore %q: %w", key, err)
 	}
@@ -233,7 +240,7 @@ func (s *RedisSemaphore) release(l lease) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if err := s.cfg.Client.ZRem(ctx, l.key, l.id).Err(); err != nil {
+	if err := s.cfg.Client.ZRem(ctx, s.redisKey(l.name), l.id).Err(); err != nil {
 		s.cfg.Logger.Warn("semaphore lease not released; it expires within its lease", "err", err, "lease", s.cfg.Lease)
 	}
 }
@@ -350,15 +357,15 @@ func (s *RedisSemaphore) flush(ctx context.Context, final bool) {
 	if len(batch) == 0 {
 		return
 	}
-	byName := make(map[string][]any) // a lease's name makes its key
+	byName := leaseIDs{}
 	for _, r := range batch {
-		byName[r.name] = append(byName[r.name], r.id)
+		byName.add(r.lease)
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.RenewEvery)
 	defer cancel()
 	_, err := s.cfg.Client.Pipelined(cctx, func(p redis.Pipeliner) error {
 		for name, ids := range byName {
-			p.ZRem(cctx, redisSemaphoreKey(s.cfg.Prefix, name), ids...)
+			p.ZRem(cctx, s.redisKey(name), ids...)
 			p.Publish(cctx, redisSemaphoreFreedChannel(s.cfg.Prefix), s.owner+" "+name)
 		}
 		return nil
@@ -380,20 +387,20 @@ func (s *RedisSemaphore) flush(ctx context.Context, final bool) {
 // renew gives every held lease a full Lease from now, in one round trip.
 func (s *RedisSemaphore) renew(ctx context.Context) {
 	s.mu.Lock()
-	byKey := make(map[string][]any)
+	byName := leaseIDs{}
 	for l := range s.held {
-		byKey[l.key] = append(byKey[l.key], l.id)
+		byName.add(l)
 	}
 	s.mu.Unlock()
-	if len(byKey) == 0 {
+	if len(byName) == 0 {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.RenewEvery)
 	defer cancel()
 	ms := s.cfg.Lease.Milliseconds()
 	_, err := s.cfg.Client.Pipelined(cctx, func(p redis.Pipeliner) error {
-		for k, ids := range byKey {
-			renewScript.Eval(cctx, p, []string{k}, append([]any{ms}, ids...)...)
+		for name, ids := range byName {
+			renewScript.Eval(cctx, p, []string{s.redisKey(name)}, append([]any{ms}, ids...)...)
 		}
 		return nil
 	})
