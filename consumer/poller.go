@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/fairq/fairq/internal/clock"
@@ -23,6 +24,19 @@ const batchWait = time.Second
 // gatherMin is the number of messages the receive window must be expected
 // to gather for a loop to pause for it.
 const gatherMin = 2
+
+// rateHorizon is over how long a live queue's loop measures the queue's
+// rate: the messages it received, each counted at 1/e of its weight after
+// this long. On a live queue one receive's messages over the time since
+// the one before is one sender's burst, not the queue's rate: a tenant
+// whose messages came 40 a second in clumps of seven made a queue of 25 a
+// second look like 140, and the loop paused for a window that gathered
+// nothing more while every tenant on the queue waited it out (a quiet
+// tenant sharing both its queues with a noisy one: p95 from 5 ms to 20
+// ms). The overflow and backlog queues' messages come back in waves, SQS
+// delays being whole seconds: there the latest receive's burst is the
+// wave at hand, and the pause gathers the rest of it into full receives.
+const rateHorizon = time.Second
 
 // shortPollPause is how long a loop in watch mode pauses, holding no slot,
 // after a short poll found its queue empty: a message arriving there waits
@@ -106,10 +120,29 @@ type seen struct {
 	batch    bool    // batch mode: the latest receive brought messages; else watch mode
 	got      int     // messages the latest receive that brought any brought
 	rate     float64 // messages a second the latest receive brought, since the one before
+	recent   float64 // messages received, each weighing less by e every rateHorizon: the queue's rate times rateHorizon
 	gather   bool    // the latest receive was partial, on a queue that fills the receive window
 	fulls    int     // receives in a row that filled their slots
 	partials int     // receives in a row that brought messages but did not
 	failures int     // failed receives in a row
+}
+
+// count records got messages received since after the previous receive.
+func (s *seen) count(got int, since time.Duration) {
+	s.recent = s.recent*math.Exp(-since.Seconds()/rateHorizon.Seconds()) + float64(got)
+	if since > 0 {
+		s.rate = float64(got) / since.Seconds()
+	}
+}
+
+// rate returns the rate, messages a second, at which the loop's queue
+// brings messages, as its plans weigh it (see rateHorizon): a live
+// queue's over about rateHorizon, the others' over the latest receive.
+func (p *poller) rate() float64 {
+	if p.class == classLive {
+		return p.seen.recent / rateHorizon.Seconds()
+	}
+	return p.seen.rate
 }
 
 // receivePlan is how a loop makes its next receive.
@@ -140,7 +173,7 @@ func (p *poller) plan() receivePlan {
 	// Twice what the latest receive brought, or what the window gathers
 	// at the queue's rate: room to grow to batches of ten on a deep
 	// queue, but no slots held for messages the queue does not have.
-	pl.most = min(queue.MaxBatch, max(2, 2*s.got, int(2*s.rate*t.window.Seconds())))
+	pl.most = min(queue.MaxBatch, max(2, 2*s.got, int(2*p.rate()*t.window.Seconds())))
 	// Waiting for a batch of slots (a tenth of them) makes a busy
 	// worker receive in full batches rather than a message per freed slot.
 	pl.need = min(t.batchNeed, pl.most)
@@ -214,9 +247,7 @@ func (p *poller) record(r receipt) next {
 	s := &p.seen
 	s.first, s.gather = false, false
 	got := len(r.msgs)
-	if r.since > 0 {
-		s.rate = float64(got) / r.since.Seconds()
-	}
+	s.count(got, r.since)
 	if r.err != nil {
 		s.failures++
 		return next{retryIn: min(receiveRetryMax, time.Second<<min(s.failures-1, 5))}
@@ -242,7 +273,7 @@ func (p *poller) record(r receipt) next {
 	if p.extra && s.partials >= shrinkAfter {
 		return next{end: true}
 	}
-	s.gather = s.batch && got < r.slots && p.tuning.gathers(s.rate)
+	s.gather = s.batch && got < r.slots && p.tuning.gathers(p.rate())
 	s.batch = true
 	// Extra loops only for a clearly deep queue: loops on one queue race
 	// for its messages, and a long poll that loses comes back empty early.

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ func TestPlan(t *testing.T) {
 	tests := []struct {
 		name   string
 		tuning tuning
+		class  class // classLive unless set
 		seen   seen
 		want   receivePlan
 	}{
@@ -74,12 +76,18 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "batch mode on a fast queue: what the window gathers at its rate",
-			seen: seen{batch: true, got: 1, rate: 40},
+			seen: seen{batch: true, got: 1, recent: 40 * rateHorizon.Seconds()},
 			want: receivePlan{need: 4, most: 4, wait: batchWait},
 		},
 		{
+			name:  "an overflow queue: what the window gathers at the latest receive's rate",
+			class: classOverflow,
+			seen:  seen{batch: true, got: 1, rate: 40},
+			want:  receivePlan{need: 4, most: 4, wait: batchWait},
+		},
+		{
 			name: "a partial receive on a queue that fills the window: pause for it",
-			seen: seen{batch: true, got: 2, rate: 60, gather: true},
+			seen: seen{batch: true, got: 2, recent: 60 * rateHorizon.Seconds(), gather: true},
 			want: receivePlan{pause: 50 * time.Millisecond, need: 5, most: 6, wait: batchWait},
 		},
 		{
@@ -96,13 +104,13 @@ func TestPlan(t *testing.T) {
 		{
 			name:   "a wait shorter than batchWait is kept",
 			tuning: tuning{wait: 200 * time.Millisecond, window: -1, batchNeed: 5, maxWatchSlots: 12},
-			seen:   seen{batch: true, got: 5, rate: 1000},
+			seen:   seen{batch: true, got: 5, recent: 1000 * rateHorizon.Seconds()},
 			want:   receivePlan{need: 5, most: 10, wait: 200 * time.Millisecond},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &poller{tuning: testTuning, seen: tt.seen}
+			p := &poller{tuning: testTuning, class: tt.class, seen: tt.seen}
 			if tt.tuning != (tuning{}) {
 				p.tuning = tt.tuning
 			}
@@ -170,12 +178,19 @@ func TestContended(t *testing.T) {
 	}
 }
 
+// decayed returns what a rate of perSecond counts as in seen.recent, d
+// later.
+func decayed(perSecond float64, d time.Duration) float64 {
+	return perSecond * rateHorizon.Seconds() * math.Exp(-d.Seconds()/rateHorizon.Seconds())
+}
+
 func TestRecord(t *testing.T) {
 	msgs := func(n int) []queue.Message { return make([]queue.Message, n) }
 	boom := errors.New("boom")
 	tests := []struct {
 		name     string
 		extra    bool
+		live     bool // a live queue's loop; otherwise the overflow queue's
 		seen     seen
 		r        receipt
 		want     seen
@@ -185,35 +200,54 @@ func TestRecord(t *testing.T) {
 			name:     "a first receive that brought messages: batch mode, the rate since it was made",
 			seen:     seen{first: true, got: queue.MaxBatch},
 			r:        receipt{msgs: msgs(1), slots: 1, since: 100 * time.Millisecond},
-			want:     seen{batch: true, got: 1, rate: 10, fulls: 1},
+			want:     seen{batch: true, got: 1, rate: 10, recent: 1, fulls: 1},
 			wantNext: next{},
 		},
 		{
 			name:     "a partial receive in batch mode on a queue that fills the window: gather",
 			seen:     seen{batch: true, got: 4, fulls: 3},
 			r:        receipt{msgs: msgs(3), slots: 8, since: 50 * time.Millisecond},
-			want:     seen{batch: true, got: 3, rate: 60, gather: true, partials: 1},
+			want:     seen{batch: true, got: 3, rate: 60, recent: 3, gather: true, partials: 1},
+			wantNext: next{},
+		},
+		{
+			name:     "a live queue that fills the window: gather",
+			live:     true,
+			seen:     seen{batch: true, got: 4, fulls: 3, recent: 60 * rateHorizon.Seconds()},
+			r:        receipt{msgs: msgs(3), slots: 8, since: 50 * time.Millisecond},
+			want:     seen{batch: true, got: 3, rate: 60, recent: decayed(60, 50*time.Millisecond) + 3, gather: true, partials: 1},
+			wantNext: next{},
+		},
+		{
+			// Seven in 50 ms is 140 a second, but the queue has brought 5
+			// a second: one sender's clump is no rate to pause for, which
+			// every tenant on the queue would wait out.
+			name:     "a clump of messages on a slow live queue: no pause",
+			live:     true,
+			seen:     seen{batch: true, got: 1, recent: 5 * rateHorizon.Seconds()},
+			r:        receipt{msgs: msgs(7), slots: 10, since: 50 * time.Millisecond},
+			want:     seen{batch: true, got: 7, rate: 140, recent: decayed(5, 50*time.Millisecond) + 7, partials: 1},
 			wantNext: next{},
 		},
 		{
 			name:     "a partial receive on a slow queue: no pause",
 			seen:     seen{batch: true, got: 4},
 			r:        receipt{msgs: msgs(3), slots: 8, since: time.Second},
-			want:     seen{batch: true, got: 3, rate: 3, partials: 1},
+			want:     seen{batch: true, got: 3, rate: 3, recent: 3, partials: 1},
 			wantNext: next{},
 		},
 		{
 			name:     "watch mode's first messages: no pause, however fast",
 			seen:     seen{got: 4},
 			r:        receipt{msgs: msgs(1), slots: 2, since: time.Millisecond},
-			want:     seen{batch: true, got: 1, rate: 1000, partials: 1},
+			want:     seen{batch: true, got: 1, rate: 1000, recent: 1, partials: 1},
 			wantNext: next{},
 		},
 		{
 			name:     "growAfter full receives in a row: the queue may get an extra loop",
 			seen:     seen{batch: true, got: 10, fulls: growAfter - 1},
 			r:        receipt{msgs: msgs(10), slots: 10, since: time.Second},
-			want:     seen{batch: true, got: 10, rate: 10, fulls: growAfter},
+			want:     seen{batch: true, got: 10, rate: 10, recent: 10, fulls: growAfter},
 			wantNext: next{grow: true},
 		},
 		{
@@ -243,7 +277,7 @@ func TestRecord(t *testing.T) {
 			extra:    true,
 			seen:     seen{batch: true, got: 5, partials: shrinkAfter - 1},
 			r:        receipt{msgs: msgs(5), slots: 10, since: time.Second},
-			want:     seen{batch: true, got: 5, rate: 5, partials: shrinkAfter},
+			want:     seen{batch: true, got: 5, rate: 5, recent: 5, partials: shrinkAfter},
 			wantNext: next{end: true},
 		},
 		{
@@ -270,7 +304,11 @@ func TestRecord(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &poller{tuning: testTuning, extra: tt.extra, seen: tt.seen, class: classOverflow, overflowWait: time.Millisecond}
+			c := classOverflow
+			if tt.live {
+				c = classLive
+			}
+			p := &poller{tuning: testTuning, extra: tt.extra, seen: tt.seen, class: c, overflowWait: time.Millisecond}
 			got := p.record(tt.r)
 			if diff := cmp.Diff(tt.wantNext, got, cmp.AllowUnexported(next{})); diff != "" {
 				t.Errorf("next (-want +got):\n%s", diff)

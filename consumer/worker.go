@@ -132,7 +132,9 @@ type Config struct {
 	// ReceiveWindow is how long a receive loop pauses after a receive
 	// that brought fewer messages than it asked for, on a queue whose
 	// messages come fast enough for the window to gather two or more
-	// (40 a second at the default), so that they gather into fuller
+	// (40 a second at the default; a live queue's rate is measured over
+	// about a second, so that one sender's burst does not make every
+	// tenant on the queue wait), so that they gather into fuller
 	// batches: fewer receives per message, at the price of up to this
 	// much latency on a queue that is already busy (the first message on
 	// an idle queue, and those of a slower queue, are received at once).
