@@ -101,7 +101,10 @@ func measure(ctx context.Context, o options, stdout io.Writer, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	out := filepath.Join(root, o.out)
+	out := o.out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
 	bin, err := harness.Build(ctx, root, out, false)
 	if err != nil {
 		return err
