@@ -207,6 +207,31 @@ func TestStartContext(t *testing.T) {
 	})
 }
 
+// TestStopCutsMemoryLongPolls: on the in-memory backend a stop does not
+// wait out the long polls under way (20 s each by default): nothing is
+// lost by cutting them short there, and `fairq dev` stops at once.
+func TestStopCutsMemoryLongPolls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, names := setup(t, "memory")
+		w := start(t, consumer.Config{
+			Backend: b, Names: names, ReceiveWait: 20 * time.Second,
+			Handler: consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil }),
+		})
+		time.Sleep(5 * time.Second) // every loop in a long poll of the idle queues
+		synctest.Wait()
+		began := time.Now()
+		stop(t, w)
+		if took := time.Since(began); took >= time.Second {
+			t.Errorf("Stop took %v: it waited for the long polls", took)
+		}
+		// A message sent after the stop is still there for the next worker.
+		send(t, b, names.Live[0], msg{tenant: "acme"})
+		if n := depth(t, b, names.Live[0]); n != 1 {
+			t.Errorf("%s holds %d messages, want 1", names.Live[0], n)
+		}
+	})
+}
+
 // TestStopMidJob: a graceful stop loses nothing. A job that ends within the
 // grace period is deleted; one that does not is cancelled and its message
 // given back at once, well before its visibility timeout.

@@ -480,9 +480,16 @@ const receiveSlack = 10 * time.Second
 // short: a long poll abandoned by its client may still be handed messages
 // by SQS, which would stay hidden for a visibility timeout, so the call is
 // let finish (at most its wait) and what it brings is given back. Only a
-// kill (a crash, in tests) or receiveSlack past the wait ends it.
+// kill (a crash, in tests) or receiveSlack past the wait ends it. The
+// in-memory backend takes messages only in the call that returns them:
+// there a stop cuts the long polls short, and `fairq dev` stops at once
+// instead of after up to ReceiveWait.
 func (w *Worker) receive(q string, opts queue.ReceiveOptions) ([]queue.Message, error) {
-	ctx, cancel := context.WithTimeout(w.runCtx, opts.Wait+receiveSlack)
+	base := w.runCtx
+	if _, mem := w.cfg.Backend.(*queue.Memory); mem {
+		base = w.pollCtx
+	}
+	ctx, cancel := context.WithTimeout(base, opts.Wait+receiveSlack)
 	defer cancel()
 	return w.cfg.Backend.Receive(ctx, q, opts)
 }

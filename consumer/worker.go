@@ -272,8 +272,10 @@ type Worker struct {
 	// runCtx lives until the worker is killed or has stopped: the context
 	// of receive calls, which a graceful stop lets finish.
 	runCtx context.Context
-	stopCh chan context.Context // size 1: the grace of the first Stop
-	done   chan struct{}        // closed when everything has ended
+	// pollCtx, the receive loops' context, ends when a stop begins.
+	pollCtx context.Context
+	stopCh  chan context.Context // size 1: the grace of the first Stop
+	done    chan struct{}        // closed when everything has ended
 
 	jobs sync.WaitGroup
 }
@@ -324,6 +326,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.runCtx = ctx
 
 	pollCtx, stopPolling := context.WithCancel(ctx)
+	w.pollCtx = pollCtx
 	jobCtx, cancelJobs := context.WithCancelCause(ctx)
 	hbCtx, stopHeartbeat := context.WithCancel(ctx)
 	ioCtx := context.WithoutCancel(ctx) // batch calls outlive a cancelled ctx: they finish what jobs decided
