@@ -485,11 +485,7 @@ const receiveSlack = 10 * time.Second
 // there a stop cuts the long polls short, and `fairq dev` stops at once
 // instead of after up to ReceiveWait.
 func (w *Worker) receive(q string, opts queue.ReceiveOptions) ([]queue.Message, error) {
-	base := w.runCtx
-	if _, mem := w.cfg.Backend.(*queue.Memory); mem {
-		base = w.pollCtx
-	}
-	ctx, cancel := context.WithTimeout(base, opts.Wait+receiveSlack)
+	ctx, cancel := context.WithTimeout(w.receiveCtx, opts.Wait+receiveSlack)
 	defer cancel()
 	return w.cfg.Backend.Receive(ctx, q, opts)
 }

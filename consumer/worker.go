@@ -269,13 +269,14 @@ type Worker struct {
 	mu      sync.Mutex
 	started bool
 	kill    context.CancelFunc
-	// runCtx lives until the worker is killed or has stopped: the context
-	// of receive calls, which a graceful stop lets finish.
+	// runCtx lives until the worker is killed or has stopped.
 	runCtx context.Context
-	// pollCtx, the receive loops' context, ends when a stop begins.
-	pollCtx context.Context
-	stopCh  chan context.Context // size 1: the grace of the first Stop
-	done    chan struct{}        // closed when everything has ended
+	// receiveCtx is the context of receive calls (see receive): runCtx,
+	// which a graceful stop lets them finish in, or on the in-memory
+	// backend the receive loops' own, which ends when a stop begins.
+	receiveCtx context.Context
+	stopCh     chan context.Context // size 1: the grace of the first Stop
+	done       chan struct{}        // closed when everything has ended
 
 	jobs sync.WaitGroup
 }
@@ -326,7 +327,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.runCtx = ctx
 
 	pollCtx, stopPolling := context.WithCancel(ctx)
-	w.pollCtx = pollCtx
+	w.receiveCtx = ctx
+	if _, mem := w.cfg.Backend.(*queue.Memory); mem {
+		w.receiveCtx = pollCtx
+	}
 	jobCtx, cancelJobs := context.WithCancelCause(ctx)
 	hbCtx, stopHeartbeat := context.WithCancel(ctx)
 	ioCtx := context.WithoutCancel(ctx) // batch calls outlive a cancelled ctx: they finish what jobs decided
