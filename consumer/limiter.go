@@ -25,7 +25,9 @@ const (
 	// Config.MaxRetries.
 	Spill
 	// ToBacklog moves it to the backlog queue, delayed by Verdict.Delay:
-	// an old message, which must not hold up fresh work. A message
+	// an old message, which must not hold up fresh work, or one spilled
+	// for so long that it will be old when it comes back (Reason says
+	// why it was spilled). A message
 	// already there, or without a backlog queue, is sent to its own queue
 	// again, delayed. Not counted as a delivery either.
 	ToBacklog

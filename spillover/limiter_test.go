@@ -557,6 +557,47 @@ func TestLimiterAges(t *testing.T) {
 	}
 }
 
+// TestLimiterSpillsPastBacklogAgeToBacklog: a message spilled to a turn
+// that would bring it back past the backlog age goes to the backlog
+// queue at once, with the same delay, rather than to overflow to be moved
+// there again on its return; one from the backlog queue stays a Spill
+// (the worker sends it back there).
+func TestLimiterSpillsPastBacklogAgeToBacklog(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		age     time.Duration // when spilled
+		backlog bool
+		want    verdict
+	}{
+		{"back before the backlog age", 5 * time.Second, false, spill("rate", 4*time.Second)},
+		{"back at the backlog age", 6 * time.Second, false, spill("rate", 4*time.Second)},
+		{"back past the backlog age", 7 * time.Second, false, verdict{consumer.ToBacklog, 4 * time.Second, "rate"}},
+		{"from the backlog queue", 7 * time.Second, true, spill("rate", 4*time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newClock()
+			l, err := spillover.New(spillover.Config{
+				Tenants:    registry(t, map[string]tenant.Limits{"acme": limits(0.25, 1, 5)}),
+				BacklogAge: 10 * time.Second,
+				NowFunc:    c.Now,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := admitMessage(t, l, &consumer.Message{ID: "first", Tenant: "acme", EnqueuedAt: c.Now()}); v.Action != consumer.Dispatch {
+				t.Fatalf("first message: %v, want dispatch", v.Action)
+			}
+			got, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: "acme", Backlog: tt.backlog, EnqueuedAt: c.Now().Add(-tt.age)})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestLimiterCountsFreshOnce: what old work leaves fresh work is measured
 // from fresh messages as they arrive, each once: a message asked about
 // again after a hold, or back after a spill, is no new arrival.
