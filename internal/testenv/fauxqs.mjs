@@ -15,6 +15,34 @@ const sqsTypes = await import(new URL("./sqs/sqsTypes.js", import.meta.resolve("
 const invalidChar = /[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 sqsTypes.INVALID_MESSAGE_BODY_CHAR.test = (s) => invalidChar.test(s);
 
+// fauxqs 1.9.2 wakes every long poll waiting on a queue as soon as one
+// message there becomes visible, and each that then finds none (another
+// took it) answers empty at once. Amazon SQS answers a long poll empty only
+// when its wait ends: that is what long polling is for. With a few workers
+// polling each queue, the emulator's way turned every message into a
+// receive per waiting poll, most of them empty. Here the waiting polls are
+// woken one at a time, the next only once the one before has taken its
+// messages (its receive takes them in the first microtask after the wake;
+// the next wake comes two later) and some are still visible; the rest wait
+// on, as on SQS.
+const { SqsQueue } = await import(new URL("./sqs/sqsStore.js", import.meta.resolve("fauxqs")));
+const visible = (q) => (q.isFifo() ? q.hasAvailableFifoMessages() : q.messages.length > 0);
+function wakeOne(q) {
+  if (q.pollWaiters.length === 0 || !visible(q)) {
+    q.waking = false;
+    return;
+  }
+  const waiter = q.pollWaiters.shift();
+  clearTimeout(waiter.timer);
+  waiter.resolve();
+  queueMicrotask(() => queueMicrotask(() => wakeOne(q)));
+}
+SqsQueue.prototype.notifyWaiters = function notifyWaiters() {
+  if (this.waking) return;
+  this.waking = true;
+  wakeOne(this);
+};
+
 const app = buildApp({ logger: false });
 const addr = await app.listen({ port: 0, host: "127.0.0.1" });
 process.stdout.write(addr + "\n");
