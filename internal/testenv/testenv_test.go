@@ -70,6 +70,51 @@ func TestSQSBackend(t *testing.T) {
 	}
 }
 
+// TestSQSLongPollWaitsOn: a long poll whose message another receive took
+// keeps waiting, as on SQS, rather than answering empty at once as fauxqs
+// does unpatched; every waiting poll is woken while messages are left.
+func TestSQSLongPollWaitsOn(t *testing.T) {
+	t.Parallel()
+	b := SQSBackend(t)
+	ctx := t.Context()
+	name := Prefix(t) + "-q"
+	if _, err := b.Create(ctx, queue.Spec{Name: name}); err != nil {
+		t.Fatal(err)
+	}
+	const polls, wait = 3, 3 * time.Second
+	type answer struct {
+		got  int
+		took time.Duration
+		err  error
+	}
+	answers := make(chan answer, polls)
+	start := time.Now()
+	for range polls {
+		go func() {
+			msgs, err := b.Receive(ctx, name, queue.ReceiveOptions{Max: 1, Wait: wait})
+			answers <- answer{len(msgs), time.Since(start), err}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // the polls are waiting
+	if sent, err := b.Send(ctx, name, []queue.Entry{{ID: "a", Body: "a"}, {ID: "b", Body: "b"}}); err != nil || sent[0].Err != nil || sent[1].Err != nil {
+		t.Fatalf("Send = %+v, %v", sent, err)
+	}
+	var got int
+	for range polls {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			t.Fatalf("Receive: %v", a.err)
+		case a.got == 0 && a.took < wait-500*time.Millisecond:
+			t.Errorf("a poll answered empty after %v of its %v wait", a.took.Round(time.Millisecond), wait)
+		}
+		got += a.got
+	}
+	if got != 2 {
+		t.Errorf("the polls received %d messages, want the 2 sent", got)
+	}
+}
+
 func TestPrefix(t *testing.T) {
 	t.Parallel()
 	valid := regexp.MustCompile(`^t[0-9a-f]{8}$`)
