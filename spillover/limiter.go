@@ -298,12 +298,12 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		}
 	}
 	if y.on && !y.rate.Unlimited() {
-		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate, m, true, hold); err != nil || v.Action != consumer.Dispatch {
+		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate, lim.ProcessRate, m, true, hold); err != nil || v.Action != consumer.Dispatch {
 			l.release(permit, id)
 			return v, err
 		}
 	}
-	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, m, y.on, hold)
+	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, lim.ProcessRate, m, y.on, hold)
 	if err != nil || v.Action != consumer.Dispatch {
 		l.release(permit, id)
 		return v, err
@@ -493,7 +493,16 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 // messages come back at the rate rather than all at the next token. old
 // is old work while fresh work comes, which takes its turns in a line of
 // its own.
-func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, m *consumer.Message, old bool, h *holds) (consumer.Verdict, error) {
+//
+// The turns come pace a second: the tenant's process_rate, also for old
+// work refused by its own bucket (lim, what fresh work leaves it). Old
+// work's turns are taken while fresh work comes and last as long as the
+// backlog: paced at what old work had then, they kept it at that rate
+// after the fresh work stopped, since SQS brings no delayed message
+// forward (a noisy tenant's backlog drained at 20-30/s of its 40 for the
+// last 25 s). Paced at the tenant's rate, those that come back while
+// fresh work still comes and find no token are held or spilled again.
+func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, pace float64, m *consumer.Message, old bool, h *holds) (consumer.Verdict, error) {
 	d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
 	if err != nil {
 		return l.failed(label, id, err, m)
@@ -515,7 +524,7 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 	if old && key == processKey(id) {
 		line = backlogKey(id) // see concurrencyWait
 	}
-	delay := l.turn(ctx, l.pacer, line, lim.Rate, wait)
+	delay := l.turn(ctx, l.pacer, line, pace, wait)
 	if m.Spare > 0 && delay > time.Second {
 		// SQS rounds a delay up to whole seconds, and a message back
 		// after its turn may find its token gone (past the burst). A

@@ -269,7 +269,7 @@ func TestLimiterVerdicts(t *testing.T) {
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
 				{tenant: "acme", old: true, want: dispatch},
-				{tenant: "acme", old: true, want: spill("rate", 102459017*time.Nanosecond)}, // its own turn at 9.76 a second
+				{tenant: "acme", old: true, want: spill("rate", 102459017*time.Nanosecond)}, // the next token of its own bucket, 9.76 a second
 				{tenant: "acme", want: spill("rate", 100*ms)},
 				{advance: 100 * ms, tenant: "acme", want: dispatch},
 			},
@@ -284,7 +284,12 @@ func TestLimiterVerdicts(t *testing.T) {
 				// the tenant's has 39 tokens left.
 				slices.Repeat([]step{{tenant: "acme", old: true, want: dispatch}}, 30),
 				[]step{
-					{tenant: "acme", old: true, want: spill("rate", 200*ms)}, // its own turn at 5 a second
+					{tenant: "acme", old: true, want: spill("rate", 200*ms)}, // the next token of its bucket of 5 a second
+					// The turns after it come at the tenant's 10 a second,
+					// not old work's 5: they may come after the fresh
+					// work has stopped, when old work has the whole rate.
+					{tenant: "acme", old: true, want: spill("rate", 300*ms)},
+					{tenant: "acme", old: true, want: spill("rate", 400*ms)},
 				}),
 		},
 		{
