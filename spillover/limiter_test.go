@@ -293,6 +293,20 @@ func TestLimiterVerdicts(t *testing.T) {
 				}),
 		},
 		{
+			name:    "spilled for a slot: behind the messages spilled for a token, in one line",
+			tenants: map[string]tenant.Limits{"acme": limits(0.5, 1, 1)},
+			steps: []step{
+				{tenant: "acme", want: dispatch},
+				{advance: 200 * ms, done: 1}, // jobs of 200 ms: the slot frees 5 a second, the rate is 0.5
+				{tenant: "acme", want: spill("rate", 1800*ms)},
+				{tenant: "acme", want: spill("rate", 3800*ms)},
+				{advance: 1800 * ms, tenant: "acme", want: dispatch},
+				// Its short delay would be 2.5 s; the line's next turn is
+				// 4 s away (at 0.5 a second, the lower of the two rates).
+				{tenant: "acme", want: spill("concurrency", 4000*ms)},
+			},
+		},
+		{
 			name:    "a tenant of concurrency 1 still works its old messages",
 			tenants: map[string]tenant.Limits{"acme": limits(10, 10, 1)},
 			steps: []step{
