@@ -25,9 +25,11 @@
 //     spilled messages do not all come back at once. When more of T's
 //     messages wait than its slots free up in that time, each gets
 //     instead its turn at the rate they free up (concurrency ÷ T's mean job
-//     time on this worker), so that a deep backlog of a tenant held at its
-//     concurrency costs about one move per slot freed rather than one per
-//     waiting message every few seconds.
+//     time on this worker) or T's process_rate, whichever is lower, in
+//     the same line as the messages spilled for rate (below), so that a
+//     deep backlog of a tenant held at its limits costs about one move per
+//     message it may run rather than one per waiting message every few
+//     seconds.
 //   - Otherwise, if T is over its process_rate, the message is held when
 //     its token comes within its HoldMax (below); otherwise it is spilled,
 //     reason "rate", with the delay of its own turn: not before the rate
@@ -42,12 +44,13 @@
 //     (Verdict.Done).
 //
 // Turns are kept fleet-wide with a Config.Pacer (a throttle.RedisPacer):
-// one line per tenant and limit, so that spilled messages come back at
-// the tenant's rate whichever workers spilled them. Without one, or while
-// it fails, each worker keeps its own line at its share (the rate ÷ the
-// fleet size), which comes back slower than the rate when the workers
-// did not spill alike: once the worker that spilled less has given out
-// its turns, the rest come back at the other's share alone.
+// one line per tenant, and one for its old work while its fresh work
+// comes, whatever the reason of the spill, so that spilled messages come
+// back at the tenant's rate whichever workers spilled them. Without one,
+// or while it fails, each worker keeps its own line at its share (the
+// rate ÷ the fleet size), which comes back slower than the rate when the
+// workers did not spill alike: once the worker that spilled less has given
+// out its turns, the rest come back at the other's share alone.
 //
 // A spill costs whole seconds: SQS delays are whole seconds, and a slot
 // freed a moment after a spill stays idle until the message is back. So a
