@@ -20,5 +20,15 @@ func backlogKey(tenant string) string { return "process-backlog:" + tenant }
 // concurrency, on top of concurrencyKey.
 func backlogConcurrencyKey(tenant string) string { return "concurrency-backlog:" + tenant }
 
+// lineKey is the key of the line of turns a tenant's spilled messages
+// take, whatever the reason: its processKey, or for old work while fresh
+// work comes (old), its backlogKey (see Limiter.concurrencyWait).
+func lineKey(tenant string, old bool) string {
+	if old {
+		return backlogKey(tenant)
+	}
+	return processKey(tenant)
+}
+
 // freshKey is the key of the Meter of a tenant's fresh messages.
 func freshKey(tenant string) string { return "fresh:" + tenant }

@@ -519,11 +519,7 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 		}
 	}
 
-	line := key
-	if old && key == processKey(id) {
-		line = backlogKey(id) // see concurrencyWait
-	}
-	delay := l.turn(ctx, line, pace, wait)
+	delay := l.turn(ctx, lineKey(id, old), pace, wait)
 	if m.Spare > 0 && delay > time.Second {
 		// SQS rounds a delay up to whole seconds, and a message back
 		// after its turn may find its token gone (past the burst). A
@@ -644,14 +640,10 @@ func (l *Limiter) concurrencyWait(ctx context.Context, id string, lim tenant.Res
 		return short
 	}
 	rate := float64(lim.Concurrency) / mean.Seconds()
-	if lim.ProcessRate > 0 && !math.IsInf(lim.ProcessRate, 1) {
+	if !(throttle.Limit{Rate: lim.ProcessRate}).Unlimited() {
 		rate = min(rate, lim.ProcessRate)
 	}
-	line := processKey(id)
-	if old {
-		line = backlogKey(id)
-	}
-	return l.turn(ctx, line, rate, short)
+	return l.turn(ctx, lineKey(id, old), rate, short)
 }
 
 // turn takes the next turn of key, turns coming rate a second, none
