@@ -32,14 +32,21 @@ func decay(d time.Duration) float64 {
 	return math.Exp(-d.Seconds() / FreshWindow.Seconds())
 }
 
-// mark records a fresh message of tenant at now.
-func (f fresh) mark(tenant string, now time.Time) {
+// mark records a fresh message of tenant, seen at now and enqueued at
+// enqueued: it counts as much as the average leaves of a message that
+// came then, so that a burst of messages that waited on a queue counts at
+// the rate they were sent. A message without an enqueue time counts whole.
+func (f fresh) mark(tenant string, now, enqueued time.Time) {
+	w := 1.0
+	if ago := now.Sub(enqueued); ago > 0 && !enqueued.IsZero() {
+		w = decay(ago)
+	}
 	f.rate.update(tenant, now, func(a arrivals, ok bool) arrivals {
 		r := 0.0
 		if ok {
 			r = a.perSecond * decay(now.Sub(a.at))
 		}
-		return arrivals{r + 1/FreshWindow.Seconds(), now}
+		return arrivals{r + w/FreshWindow.Seconds(), now}
 	})
 }
 

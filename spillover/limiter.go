@@ -66,11 +66,12 @@ var (
 )
 
 // Meter measures how fast events of a key come across the fleet;
-// *throttle.RedisMeter is one. Mark counts one here; Rate answers, as of
-// now, events a second and the time since the latest, ok false while it
-// does not know.
+// *throttle.RedisMeter is one. MarkAt counts one here that happened at a
+// given time, as much of one as the moving average leaves of an event that
+// old; Rate answers, as of now, events a second and the time since the
+// latest, ok false while it does not know.
 type Meter interface {
-	Mark(key string)
+	MarkAt(key string, at time.Time)
 	Rate(key string) (perSecond float64, since time.Duration, ok bool)
 }
 
@@ -273,10 +274,15 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		// after a hold, nor when it comes back spilled. Counted at every
 		// ask, a tenant's held messages made its fresh work look many
 		// times faster than it came, and old work yield it half its
-		// limits while the backlog drained.
-		l.fresh.mark(id, now)
+		// limits while the backlog drained. And it counts as of when it
+		// was enqueued: the messages that waited on the live queues
+		// through an outage come to the workers in a burst when it ends,
+		// and counted as of then they made fresh work look three times
+		// as fast as it came, and old work yield it half its limits for
+		// the first seconds of the drain.
+		l.fresh.mark(id, now, m.EnqueuedAt)
 		if l.cfg.Meter != nil {
-			l.cfg.Meter.Mark(freshKey(id))
+			l.cfg.Meter.MarkAt(freshKey(id), m.EnqueuedAt)
 		}
 	}
 	permit, v, err := l.acquire(ctx, label, id, lim, y, m)

@@ -633,6 +633,10 @@ func TestLimiterCountsFreshOnce(t *testing.T) {
 		{"new messages", consumer.Message{}, 50},
 		// One arrival: old work has 8.76 a second, a bucket of 87; the
 		// tenant's has 79 tokens left.
+		// Arrivals that waited 2 s on the queue count as of when they
+		// were enqueued, e^-0.4 of one each: 2.88 a second, 3.46 with
+		// headroom, so old work has 6.54 a second, a bucket of 65.
+		{"new messages that waited on the queue", consumer.Message{EnqueuedAt: newClock().Now().Add(-2 * time.Second)}, 65},
 		{"asked again after a hold", consumer.Message{Held: 20 * ms}, 79},
 		{"moved copies", consumer.Message{Moved: true}, 79},
 	}

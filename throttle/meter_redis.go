@@ -61,7 +61,7 @@ type RedisMeter struct {
 	loops lifecycle.Loops
 
 	mu      sync.Mutex
-	pending map[string]int          // events marked since the last send
+	pending map[string]float64      // events marked since the last send, each weighted by its age
 	asked   map[string]time.Time    // when each key was last asked about or marked
 	rates   map[string]meterReading // as last read
 }
@@ -98,7 +98,7 @@ func NewRedisMeter(cfg RedisMeterConfig) (*RedisMeter, error) {
 			Down: "rates measured across the fleet are unknown until it is back: each process goes by what it sees",
 			Up:   "rates measured across the fleet again",
 		}),
-		pending: make(map[string]int),
+		pending: make(map[string]float64),
 		asked:   make(map[string]time.Time),
 		rates:   make(map[string]meterReading),
 	}, nil
@@ -130,11 +130,24 @@ func (m *RedisMeter) Start(ctx context.Context) error {
 func (m *RedisMeter) Stop(ctx context.Context) error { return m.loops.Stop(ctx) }
 
 // Mark counts one event of key, sent with the next sync.
-func (m *RedisMeter) Mark(key string) {
+func (m *RedisMeter) Mark(key string) { m.MarkAt(key, m.cfg.Now()) }
+
+// MarkAt counts one event of key that happened at at, sent with the next
+// sync: as much of one as the moving average has left of an event that
+// old (none of one more than a few Windows old). So events seen late in a
+// burst, such as messages received at once after waiting on a queue, count
+// at the rate they happened, not at the rate they were seen. The zero
+// time counts as now.
+func (m *RedisMeter) MarkAt(key string, at time.Time) {
+	now := m.cfg.Now()
+	w := 1.0
+	if ago := now.Sub(at); ago > 0 && !at.IsZero() {
+		w = math.Exp(-ago.Seconds() / m.cfg.Window.Seconds())
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.pending[key]++
-	m.asked[key] = m.cfg.Now()
+	m.pending[key] += w
+	m.asked[key] = now
 }
 
 // Rate returns key's rate across the fleet, events a second, and how long
@@ -163,7 +176,8 @@ func (m *RedisMeter) Rate(key string) (perSecond float64, since time.Duration, o
 
 // meterScript: KEYS[1] a key's hash of rate (events a second), at (unix
 // µs, Redis's clock, of rate) and last (unix µs of the latest event);
-// ARGV the events to add and the time constant in µs. It returns the
+// ARGV the events to add (each weighted by its age, so a fraction may
+// come) and the time constant in µs. It returns the
 // rate as of now, with the events added, and the µs since the latest
 // event (-1 for none), as strings. The hash lives four time constants
 // after its latest event.
@@ -198,7 +212,7 @@ func (m *RedisMeter) sync(ctx context.Context) {
 	now := m.cfg.Now()
 	m.mu.Lock()
 	pending := m.pending
-	m.pending = make(map[string]int, len(pending))
+	m.pending = make(map[string]float64, len(pending))
 	if m.dep.Resting() {
 		// Lost, as those of a failed send are: sent late, they would
 		// count as events of now.

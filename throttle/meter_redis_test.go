@@ -76,6 +76,12 @@ func testRedisMeter(t *testing.T, newClient func() redis.UniversalClient, prefix
 	if r != 0 || since != time.Duration(math.MaxInt64) {
 		t.Errorf("y, never marked: %.2f/s, latest %v ago; want 0 and none", r, since)
 	}
+	// Events that happened a Window ago count e^-1 each, as the average
+	// would have had them: 20 of them, 3.68/s, less the decay meanwhile.
+	for range 20 {
+		a.MarkAt("w", time.Now().Add(-2*time.Second))
+	}
+	rateOf(t, c, "w", func(r float64, since time.Duration) bool { return r > 2.5 && r <= 3.68 && since < time.Second })
 	// The rate decays once the events stop.
 	rateOf(t, c, "x", func(r float64, _ time.Duration) bool { return r < 7 })
 }
