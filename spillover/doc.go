@@ -57,10 +57,13 @@
 // message whose token is due, or whose tenant's slot may free, within
 // Config.HoldMax (1 s by default, in all) is held instead
 // (consumer.Hold): it keeps its worker slot and its visibility, unstarted,
-// and is admitted again at its token, or when a job of its tenant ends on
-// this worker, or when another worker gives a slot of the tenant back
-// (told through Redis by a semaphore that is a throttle.FreedNotifier),
-// and in any case every 100 ms.
+// and is admitted again at its token, or when a slot of its tenant is
+// given back, and in any case every 100 ms. A slot given back wakes one
+// message held for it, the longest held, not every one: on a busy tenant
+// they all asked for the one slot at once. With Redis, the semaphore
+// tells every worker of the slots given back, its own included, once
+// they are free in Redis (a throttle.FreedNotifier); without, a job that
+// ends wakes one of the messages held on its worker.
 // The worker holds a message only while it has other slots free
 // (consumer.Message.Spare), so that holding starves no other work; a
 // message held for HoldMax in all is spilled as above. The exception is

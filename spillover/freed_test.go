@@ -72,6 +72,80 @@ func TestHoldWokenBySlotFreedElsewhere(t *testing.T) {
 	t.Fatal("a slot given back on one worker never woke the message held for it on the other")
 }
 
+// TestHoldWokenOnceSlotFree: a slot given back on the worker that holds
+// a message for it wakes the message once the slot is free in Redis, so
+// that the message, asked again, runs; woken at the release, before the
+// semaphore's removal reached Redis, it was refused and held again.
+func TestHoldWokenOnceSlotFree(t *testing.T) {
+	t.Parallel()
+	addr := testenv.RedisAddr(t)
+	reg := registry(t, map[string]tenant.Limits{"acme": limits(1000, 1000, 1)})
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	sem, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: "fairq-test:" + t.Name() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := spillover.New(spillover.Config{Tenants: reg, Semaphore: sem, Rate: throttle.NewLocalLimiter(throttle.LocalConfig{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sem.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := sem.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	ctx := context.Background()
+	// The semaphore subscribes from a goroutine of its own: the first
+	// rounds may wake nothing.
+	woken := 0
+	for deadline := time.Now().Add(10 * time.Second); woken < 20 && time.Now().Before(deadline); {
+		// The previous round's slot reaches Redis a moment after its
+		// release.
+		var run consumer.Verdict
+		for {
+			if run, err = l.Admit(ctx, &consumer.Message{ID: "run", Tenant: "acme"}); err != nil {
+				t.Fatal(err)
+			}
+			if run.Action == consumer.Dispatch {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%v; want the tenant's one slot", run.Action)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		held, err := l.Admit(ctx, &consumer.Message{ID: "held", Tenant: "acme", Spare: 8})
+		if err != nil || held.Action != consumer.Hold || held.Wake == nil {
+			t.Fatalf("%v, %v; want a hold for the slot", held.Action, err)
+		}
+		run.Done()
+		select {
+		case <-held.Wake:
+			held.Done()
+			woken++
+			again, err := l.Admit(ctx, &consumer.Message{ID: "held", Tenant: "acme", Spare: 8, Held: 10 * time.Millisecond})
+			if err != nil || again.Action != consumer.Dispatch {
+				if again.Done != nil {
+					again.Done()
+				}
+				t.Fatalf("woken %d times; asked again: %v, %v; want the slot given back", woken, again.Action, err)
+			}
+			again.Done()
+		case <-time.After(500 * time.Millisecond):
+			held.Done()
+		}
+	}
+	if woken < 20 {
+		t.Fatalf("a slot given back woke the message held for it %d times of 20 within 10 s", woken)
+	}
+}
+
 // TestOldWorkYieldsToFreshWorkElsewhere: a worker that receives none of a
 // tenant's fresh messages still has its old work leave them their share,
 // from the rate the workers that receive them measure in Redis.

@@ -1,10 +1,13 @@
 package spillover
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // holds counts, per limit key, the messages this worker holds for a
 // moment rather than spill (consumer.Hold), and wakes those waiting for
-// a concurrency slot when a job of their tenant ends here.
+// a concurrency slot, one per slot given back, the longest held first.
 type holds struct {
 	mu    sync.Mutex
 	m     map[string]*held
@@ -12,8 +15,8 @@ type holds struct {
 }
 
 type held struct {
-	n     int           // messages held
-	freed chan struct{} // closed when a slot of the key is given back here
+	n       int             // messages held
+	waiting []chan struct{} // of those not woken yet, oldest first; closed to wake one
 }
 
 func newHolds() *holds { return &holds{m: make(map[string]*held)} }
@@ -31,7 +34,7 @@ func (h *holds) count(key string) int {
 // take counts one more message held for key if fewer than most are, and
 // fewer in all than spare, the worker's free slots: so that holds take
 // at most about half of the slots the other work leaves. It returns the
-// channel closed at the next slot of key given back here and the
+// channel closed when a slot of key given back wakes this hold and the
 // function that ends the hold; ok is false when no more may be held.
 func (h *holds) take(key string, most, spare int) (wake <-chan struct{}, end func(), ok bool) {
 	h.mu.Lock()
@@ -41,7 +44,7 @@ func (h *holds) take(key string, most, spare int) (wake <-chan struct{}, end fun
 	}
 	e := h.m[key]
 	if e == nil {
-		e = &held{freed: make(chan struct{})}
+		e = &held{}
 		h.m[key] = e
 	}
 	if e.n >= most {
@@ -49,29 +52,45 @@ func (h *holds) take(key string, most, spare int) (wake <-chan struct{}, end fun
 	}
 	e.n++
 	h.total++
+	c := make(chan struct{})
+	e.waiting = append(e.waiting, c)
 	var once sync.Once
-	return e.freed, func() { once.Do(func() { h.end(key) }) }, true
+	return c, func() { once.Do(func() { h.end(key, c) }) }, true
 }
 
-// end counts one message held for key fewer; a key with none is
-// forgotten.
-func (h *holds) end(key string) {
+// end counts one message held for key fewer, c its wake channel; a key
+// with none is forgotten.
+func (h *holds) end(key string, c chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e := h.m[key]; e != nil {
-		h.total--
-		if e.n--; e.n <= 0 {
-			delete(h.m, key)
-		}
+	e := h.m[key]
+	if e == nil {
+		return
+	}
+	h.total--
+	if i := slices.Index(e.waiting, c); i >= 0 {
+		e.waiting = slices.Delete(e.waiting, i, i+1)
+	}
+	if e.n--; e.n <= 0 {
+		delete(h.m, key)
 	}
 }
 
-// freed wakes the messages held for key: a slot of it was given back.
-func (h *holds) freed(key string) {
+// freed wakes up to n of the messages held for key, the longest held
+// first: n slots of it were given back. It returns how many it woke.
+// Waking every message held for a slot of a busy tenant at each slot
+// given back set them all asking for the one slot at once.
+func (h *holds) freed(key string, n int) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e := h.m[key]; e != nil {
-		close(e.freed)
-		e.freed = make(chan struct{})
+	e := h.m[key]
+	if e == nil {
+		return 0
 	}
+	woke := min(n, len(e.waiting))
+	for _, c := range e.waiting[:woke] {
+		close(c)
+	}
+	e.waiting = slices.Delete(e.waiting, 0, woke)
+	return woke
 }

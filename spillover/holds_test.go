@@ -24,6 +24,7 @@ func TestLimiterHolds(t *testing.T) {
 		held    time.Duration // how long the message was held already
 		done    int           // instead of admitting: end the n-th dispatch, or hold, 1-based
 		woken   int           // instead of admitting: the n-th hold must have been woken
+		asleep  int           // instead of admitting: the n-th hold must not have been woken
 		old     bool          // the message comes from the backlog queue
 		want    verdict
 	}
@@ -115,7 +116,7 @@ func TestLimiterHolds(t *testing.T) {
 			},
 		},
 		{
-			name:   "over concurrency, a slot just given back here: asked again soon",
+			name:   "over concurrency: a slot given back wakes one held message, the longest held",
 			limits: limits(1000, 1000, 2),
 			steps: []step{
 				{spare: 8, want: dispatch},
@@ -124,11 +125,11 @@ func TestLimiterHolds(t *testing.T) {
 				{spare: 8, want: hold("concurrency", 100*ms)},
 				{done: 1},
 				{woken: 3},
-				{woken: 4},
+				{asleep: 4}, // one slot, one message woken
 				{done: 3},
 				{spare: 8, held: 10 * ms, want: dispatch},
-				{done: 4},
-				{advance: 50 * ms, spare: 8, held: 10 * ms, want: hold("concurrency", 10*ms)},
+				{done: 2},
+				{woken: 4},
 			},
 		},
 		{
@@ -153,7 +154,7 @@ func TestLimiterHolds(t *testing.T) {
 				{done: 2},
 				{woken: 3},
 				{spare: 8, old: true, held: 10 * ms, want: dispatch},
-				{spare: 8, want: hold("concurrency", 10*ms)}, // fresh: the tenant's 2 slots taken, a hold of its own
+				{spare: 8, want: hold("concurrency", 100*ms)}, // fresh: the tenant's 2 slots taken, a hold of its own
 			},
 		},
 		{
@@ -247,6 +248,13 @@ func TestLimiterHolds(t *testing.T) {
 					case <-wakes[s.woken-1]:
 					default:
 						t.Fatalf("step %d: hold %d not woken", i, s.woken)
+					}
+					continue
+				case s.asleep > 0:
+					select {
+					case <-wakes[s.asleep-1]:
+						t.Fatalf("step %d: hold %d woken", i, s.asleep)
+					default:
 					}
 					continue
 				}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,14 +36,10 @@ const (
 )
 
 // slotPoll is how often a message held for a concurrency slot asks
-// again: a slot given back by another worker is known only by asking.
-// slotPollFreed is how soon it asks again after a slot was given back on
-// this worker, which woke it: the semaphore's release may reach Redis a
-// moment after.
-const (
-	slotPoll      = 100 * time.Millisecond
-	slotPollFreed = 10 * time.Millisecond
-)
+// again unless a slot given back wakes it first: one given back by
+// another worker is known only by asking where the Semaphore does not
+// tell of it.
+const slotPoll = 100 * time.Millisecond
 
 // Tenants looks tenants up; *tenant.Registry is one.
 type Tenants interface {
@@ -197,10 +194,10 @@ func (c Config) validate() error {
 type Limiter struct {
 	cfg      Config
 	defaults tenant.Resolved
-	pacer    *throttle.Pacer      // turns of spilled messages, without a fleet Pacer
-	holds    *holds               // held messages, counted against the worker's free slots
-	waves    *holds               // old work held in waves, beyond the free slots (holdForSlot)
-	freed    *perTenant[struct{}] // when a slot of each tenant was last given back here
+	pacer    *throttle.Pacer // turns of spilled messages, without a fleet Pacer
+	holds    *holds          // held messages, counted against the worker's free slots
+	waves    *holds          // old work held in waves, beyond the free slots (holdForSlot)
+	told     bool            // the Semaphore tells of the slots given back (throttle.FreedNotifier)
 	jobs     durations
 	fresh    fresh
 	labels   *labels
@@ -226,16 +223,16 @@ func New(cfg Config) (*Limiter, error) {
 		pacer:    throttle.NewPacer(throttle.PacerConfig{Now: cfg.NowFunc}),
 		holds:    newHolds(),
 		waves:    newHolds(),
-		freed:    newPerTenant[struct{}](time.Minute, cfg.NowFunc()),
 		jobs:     newDurations(cfg.NowFunc()),
 		fresh:    newFresh(cfg.NowFunc()),
 		labels:   newLabels(cfg.MaxTenantLabels),
 		metrics:  m,
 	}
 	if n, ok := cfg.Semaphore.(throttle.FreedNotifier); ok {
-		// A slot given back on another worker wakes the messages held
-		// here for it at once, rather than at their next ask.
-		n.OnFreed(l.wake)
+		// A slot given back, on another worker or this one, wakes a
+		// message held here for it as soon as it can be taken, rather
+		// than at its next ask.
+		l.told = n.OnFreed(l.wake)
 	}
 	return l, nil
 }
@@ -536,20 +533,33 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 	return l.spill(label, id, ReasonRate, delay, m), nil
 }
 
-// release gives a concurrency slot of tenant back and wakes the messages
-// of the tenant held here for one.
+// release gives the concurrency slots of tenant back and, unless the
+// Semaphore tells of them once they can be taken, wakes a message of the
+// tenant held here for each.
 func (l *Limiter) release(p slots, tenant string) {
+	old := p.old != throttle.Permit{}
 	p.Release()
-	l.freed.update(tenant, l.cfg.NowFunc(), func(struct{}, bool) struct{} { return struct{}{} })
-	l.wake(concurrencyKey(tenant))
-	l.wake(backlogConcurrencyKey(tenant)) // either slot may be what its old work waits for
+	if l.told {
+		return
+	}
+	l.wake(concurrencyKey(tenant), 1)
+	if old {
+		l.wake(backlogConcurrencyKey(tenant), 1)
+	}
 }
 
-// wake wakes the messages held here for a slot of key, given back on
-// this worker or another.
-func (l *Limiter) wake(key string) {
-	l.holds.freed(key)
-	l.waves.freed(key)
+// wake wakes up to n messages held here for a slot of key, n of which
+// were given back on this worker or another: those held in holds first,
+// then those in waves. A slot of a tenant's own semaphore that none of
+// them takes goes to its old work's line, which needs one too.
+func (l *Limiter) wake(key string, n int) {
+	n -= l.holds.freed(key, n)
+	n -= l.waves.freed(key, n)
+	if tenant, ok := strings.CutPrefix(key, concurrencyKey("")); ok && n > 0 {
+		line := backlogConcurrencyKey(tenant)
+		n -= l.holds.freed(line, n)
+		l.waves.freed(line, n)
+	}
 }
 
 // holdForToken returns the Hold of a message refused a token of key, n
@@ -572,9 +582,11 @@ func (l *Limiter) holdForToken(h *holds, label, key string, n int, wait time.Dur
 
 // holdForSlot returns the Hold of a message refused a slot of key, its
 // tenant's semaphore of concurrency slots or its old work's, for as long
-// as is left of its HoldMax: a slot given back on this worker wakes it,
-// and so does one given back on another worker when the semaphore tells
-// of it (throttle.FreedNotifier); otherwise it asks again every slotPoll.
+// as is left of its HoldMax: a slot given back wakes it, one message per
+// slot, the longest held first (wake). A Semaphore that tells of the
+// slots given back (throttle.FreedNotifier) tells of those of every
+// worker, once they can be taken; otherwise a slot given back here wakes
+// it, and it asks again every slotPoll.
 // Rather than spill to come back whole seconds after the slot frees, it
 // waits for it while a slot is likely to free soon; this worker holds at
 // most its share of the tenant's concurrency, one waiting message per
@@ -604,15 +616,11 @@ func (l *Limiter) holdForSlot(label, id, key string, concurrency int, wave bool,
 	if spare < 1 {
 		return consumer.Verdict{}, false
 	}
-	poll := slotPoll
-	if _, at, ok := l.freed.get(id); ok && l.cfg.NowFunc().Sub(at) < slotPoll {
-		poll = slotPollFreed
-	}
 	wake, end, ok := h.take(key, max(1, most), spare)
 	if !ok {
 		return consumer.Verdict{}, false
 	}
-	return l.hold(label, ReasonConcurrency, min(poll, left), wake, end, m), true
+	return l.hold(label, ReasonConcurrency, min(slotPoll, left), wake, end, m), true
 }
 
 // hold returns a Hold verdict, counted once per message.

@@ -16,14 +16,16 @@ type Semaphore interface {
 	TryAcquire(ctx context.Context, key string, limit int) (Permit, bool, error)
 }
 
-// FreedNotifier is a Semaphore shared by several processes that tells
-// each of the slots the others give back (RedisSemaphore, and a
-// FailoverSemaphore over one), so that work waiting for a slot need not
-// poll for one.
+// FreedNotifier is a Semaphore that tells of the slots given back
+// (RedisSemaphore, and a FailoverSemaphore over one), by this process or
+// another sharing it, once a TryAcquire can take them, so that work
+// waiting for a slot need not poll for one, nor ask before the slot is
+// free.
 type FreedNotifier interface {
-	// OnFreed has f told the key of each slot another process gives
-	// back; call it before the semaphore starts. f must not block.
-	OnFreed(f func(key string))
+	// OnFreed has f told the key and number of the slots given back, and
+	// reports whether it will be (false: this semaphore tells of none);
+	// call it before the semaphore starts. f must not block.
+	OnFreed(f func(key string, n int)) bool
 }
 
 var (

@@ -72,6 +72,9 @@ type FailoverSemaphore struct {
 	cfg   FailoverSemaphoreConfig
 	local *LocalSemaphore // every slot this process holds, from Primary or not
 	dep   *degrade.Dependency
+	// onFreed are told of the local slots given back (OnFreed); set
+	// before the semaphore is used.
+	onFreed []func(key string, n int)
 }
 
 var _ Semaphore = (*FailoverSemaphore)(nil)
@@ -118,7 +121,16 @@ func (f *FailoverSemaphore) TryAcquire(ctx context.Context, key string, limit in
 		return Permit{}, false, fmt.Errorf("semaphore %q: %w", key, ErrUnavailable)
 	}
 	f.dep.Fallback()
-	return f.local.TryAcquire(ctx, key, shareOf(limit, f.cfg.FleetSizeFunc()))
+	p, ok, err := f.local.TryAcquire(ctx, key, shareOf(limit, f.cfg.FleetSizeFunc()))
+	if !ok || len(f.onFreed) == 0 {
+		return p, ok, err
+	}
+	return newPermit(func() {
+		p.Release()
+		for _, fn := range f.onFreed {
+			fn(key, 1)
+		}
+	}), true, nil
 }
 
 // shareOf returns ⌈limit/n⌉, at least one; a limit of zero or less stays
@@ -132,11 +144,14 @@ func shareOf(limit, n int) int {
 }
 
 // OnFreed implements FreedNotifier when Primary does, and otherwise
-// tells of nothing. While Primary fails, no slot freed elsewhere is told.
-func (f *FailoverSemaphore) OnFreed(fn func(key string)) {
-	if n, ok := f.cfg.Primary.(FreedNotifier); ok {
-		n.OnFreed(fn)
+// tells of nothing. While Primary fails, the slots given back here that
+// were taken locally are told at once, and no slot freed elsewhere is.
+func (f *FailoverSemaphore) OnFreed(fn func(key string, n int)) bool {
+	if n, ok := f.cfg.Primary.(FreedNotifier); ok && n.OnFreed(fn) {
+		f.onFreed = append(f.onFreed, fn)
+		return true
 	}
+	return false
 }
 
 // Degraded reports whether Primary failed and has not answered since.

@@ -104,7 +104,7 @@ type RedisSemaphore struct {
 
 	wake chan struct{} // size 1: pending releases wait
 
-	onFreed []func(key string) // told of slots other processes give back
+	onFreed []func(key string, n int) // told of the slots given back
 
 	// loops run the renewals and releases; Kill (tests) ends them as a
 	// crash would.
@@ -271,37 +271,62 @@ func (s *RedisSemaphore) Start(ctx context.Context) error {
 	return nil
 }
 
-// OnFreed has f told the key (as given to TryAcquire) of each slot that
-// another process sharing the Redis gives back, between Start and Stop,
-// within a round trip of its release, so that work waiting for a slot
-// need not poll for one. Call it before Start; f is called from one
-// goroutine, in order, and must not block. Each release is published on
-// a Redis channel that every listening process receives: its cost grows
-// with the releases times the listeners.
-func (s *RedisSemaphore) OnFreed(f func(key string)) {
+// OnFreed has f told the key (as given to TryAcquire) and number of the
+// slots given back by any process sharing the Redis, this one included,
+// between Start and Stop, once they are removed from Redis: within a
+// round trip of their release. So work waiting for a slot need not poll
+// for one, and is not woken before a TryAcquire can take it. Call it
+// before Start; f is called from one goroutine, in order, and must not
+// block. The releases of a key removed in one round trip are published
+// as one message on a Redis channel that every listening process
+// receives: its cost grows with the releases times the listeners. It
+// always reports true.
+func (s *RedisSemaphore) OnFreed(f func(key string, n int)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onFreed = append(s.onFreed, f)
+	return true
 }
 
-// listen tells the OnFreed functions of the releases other processes
-// publish, until Stop. The subscription is made again after a lost
-// connection (go-redis does); releases meanwhile go untold, and those
-// waiting find the slots by asking.
+// listen tells the OnFreed functions of the releases published, until
+// Stop. The subscription is made again after a lost connection (go-redis
+// does); releases meanwhile go untold, and those waiting find the slots
+// by asking.
 func (s *RedisSemaphore) listen(ctx context.Context) {
 	ps := s.cfg.Client.Subscribe(ctx, redisSemaphoreFreedChannel(s.cfg.Prefix))
 	s.mu.Lock()
 	fs := slices.Clone(s.onFreed)
 	s.mu.Unlock()
 	notices.Each(ctx, ps, func(payload string) {
-		owner, key, found := strings.Cut(payload, " ")
-		if !found || owner == s.owner {
-			return // its own: the releasing Permit told this process
+		key, n, ok := parseFreed(payload)
+		if !ok {
+			return
 		}
 		for _, f := range fs {
-			f(key)
+			f(key, n)
 		}
 	})
+}
+
+// freedMessage is the payload that tells of n slots of key given back by
+// the process owner.
+func freedMessage(owner string, n int, key string) string {
+	return owner + " " + strconv.Itoa(n) + " " + key
+}
+
+// parseFreed reads a freedMessage. The payload of a process of an
+// earlier version, "owner key", tells of one slot.
+func parseFreed(payload string) (key string, n int, ok bool) {
+	_, rest, found := strings.Cut(payload, " ")
+	if !found || rest == "" {
+		return "", 0, false
+	}
+	if count, k, found := strings.Cut(rest, " "); found {
+		if n, err := strconv.Atoi(count); err == nil && n > 0 {
+			return k, n, true
+		}
+	}
+	return rest, 1, true
 }
 
 // Stop releases the leases still held, waits for the pending releases to
@@ -366,7 +391,7 @@ func (s *RedisSemaphore) flush(ctx context.Context, final bool) {
 	_, err := s.cfg.Client.Pipelined(cctx, func(p redis.Pipeliner) error {
 		for name, ids := range byName {
 			p.ZRem(cctx, s.redisKey(name), ids...)
-			p.Publish(cctx, redisSemaphoreFreedChannel(s.cfg.Prefix), s.owner+" "+name)
+			p.Publish(cctx, redisSemaphoreFreedChannel(s.cfg.Prefix), freedMessage(s.owner, len(ids), name))
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package throttle_test
 
 import (
 	"context"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -285,21 +286,52 @@ func TestNewRedisSemaphoreInvalid(t *testing.T) {
 	}
 }
 
-// TestRedisSemaphoreTellsFreedSlots: a slot given back by one process is
-// told at once to the others sharing the Redis that asked (OnFreed), by
-// its key, and not to the process that gave it back; a FailoverSemaphore
-// passes OnFreed on to its Primary.
+// TestRedisSemaphoreTellsFreedSlots: the slots given back by one process
+// are told to every process sharing the Redis that asked (OnFreed), the
+// one that gave them back included, by key and number, once they are
+// free in Redis; a FailoverSemaphore passes OnFreed on to its Primary.
 func TestRedisSemaphoreTellsFreedSlots(t *testing.T) {
 	t.Parallel()
 	onRedis(t, testRedisSemaphoreTellsFreedSlots)
 }
 
-func testRedisSemaphoreTellsFreedSlots(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
-	told := func(s throttle.FreedNotifier) <-chan string {
-		ch := make(chan string, 10)
-		s.OnFreed(func(key string) { ch <- key })
-		return ch
+// freed is what a FreedNotifier told.
+type freed struct {
+	key string
+	n   int
+}
+
+// told returns the channel on which s tells what it is told.
+func told(s throttle.FreedNotifier) <-chan freed {
+	ch := make(chan freed, 100)
+	if !s.OnFreed(func(key string, n int) { ch <- freed{key, n} }) {
+		panic("a FreedNotifier over a RedisSemaphore will tell of nothing")
 	}
+	return ch
+}
+
+// waitTold waits until ch told of n slots of key in all, and fails the
+// test if it told of any other key or of more.
+func waitTold(t *testing.T, who string, ch <-chan freed, key string, n int) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for got := 0; got < n; {
+		select {
+		case f := <-ch:
+			if f.key != key {
+				t.Fatalf("%s: told of %q, want %q", who, f.key, key)
+			}
+			got += f.n
+			if got > n {
+				t.Fatalf("%s: told of %d slots of %s, want %d", who, got, key, n)
+			}
+		case <-deadline:
+			t.Fatalf("%s: told of fewer than %d slots of %s within 5 s", who, n, key)
+		}
+	}
+}
+
+func testRedisSemaphoreTellsFreedSlots(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
 	unstarted := func() *throttle.RedisSemaphore {
 		s, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: newClient(), Prefix: prefix, Lease: time.Minute})
 		if err != nil {
@@ -329,25 +361,122 @@ func testRedisSemaphoreTellsFreedSlots(t *testing.T, newClient func() redis.Univ
 	// The subscription is made by a goroutine: release until b hears.
 	deadline := time.After(10 * time.Second)
 	for heard := false; !heard; {
-		p, ok := tryAcquire(t, a, "acme", 1)
+		p, ok := tryAcquire(t, a, "probe", 1)
 		if !ok {
 			t.Fatal("the only slot refused")
 		}
 		p.Release()
 		select {
-		case key := <-toB:
-			if key != "acme" {
-				t.Fatalf("told of %q, want acme", key)
-			}
+		case <-toB:
 			heard = true
 		case <-time.After(200 * time.Millisecond):
 		case <-deadline:
 			t.Fatal("a slot given back by one semaphore was never told to the other")
 		}
 	}
+	// a's subscription too.
+	for heard := false; !heard; {
+		select {
+		case <-toA:
+			heard = true
+		case <-deadline:
+			t.Fatal("a slot given back was never told to the semaphore that gave it back")
+		}
+	}
+	drain := func(ch <-chan freed) {
+		for {
+			select {
+			case <-ch:
+			case <-time.After(300 * time.Millisecond):
+				return
+			}
+		}
+	}
+	drain(toA)
+	drain(toB)
+
+	// Three slots given back at once: told to both, three in all, and
+	// each time a slot is free in Redis: b can take as many as it was
+	// told of.
+	var ps []throttle.Permit
+	for range 3 {
+		p, ok := tryAcquire(t, a, "acme", 3)
+		if !ok {
+			t.Fatal("a slot of three refused")
+		}
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		p.Release()
+	}
+	waitTold(t, "a, which gave them back", toA, "acme", 3)
+	waitTold(t, "b", toB, "acme", 3)
+	for i := range 3 {
+		if _, ok := tryAcquire(t, b, "acme", 3); !ok {
+			t.Errorf("b, told of three free slots: slot %d refused", i+1)
+		}
+	}
+}
+
+// TestFailoverSemaphoreTellsLocalSlots: while its Primary fails, a
+// FailoverSemaphore tells of the slots taken locally when they are given
+// back, at once.
+func TestFailoverSemaphoreTellsLocalSlots(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	t.Cleanup(func() { client.Close() })
+	primary, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: client, Prefix: testenv.Prefix(t) + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{Primary: primary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := told(s)
+	p, ok := tryAcquire(t, s, "acme", 1)
+	if !ok {
+		t.Fatal("the only slot refused, failing open")
+	}
+	p.Release()
 	select {
-	case key := <-toA:
-		t.Errorf("the semaphore that gave %q back was told of it", key)
-	case <-time.After(200 * time.Millisecond):
+	case f := <-ch:
+		if f != (freed{"acme", 1}) {
+			t.Errorf("told %+v, want one slot of acme", f)
+		}
+	default:
+		t.Error("a local slot given back was not told at once")
+	}
+}
+
+// TestParseFreed: the payload of a release, as this version publishes it
+// and as an earlier one did (one slot, no number), while a fleet is
+// upgraded one process at a time.
+func TestParseFreed(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		payload string
+		key     string
+		n       int
+		ok      bool
+	}{
+		{"0a1b 3 concurrency:acme", "concurrency:acme", 3, true},
+		{"0a1b concurrency:acme", "concurrency:acme", 1, true},
+		{"0a1b 2 concurrency:a b", "concurrency:a b", 2, true},
+		{"0a1b concurrency:a b", "concurrency:a b", 1, true},
+		{"0a1b 0 concurrency:acme", "0 concurrency:acme", 1, true},
+		{"0a1b", "", 0, false},
+		{"0a1b ", "", 0, false},
+	} {
+		key, n, ok := throttle.ParseFreed(tt.payload)
+		if key != tt.key || n != tt.n || ok != tt.ok {
+			t.Errorf("parseFreed(%q) = %q, %d, %t; want %q, %d, %t", tt.payload, key, n, ok, tt.key, tt.n, tt.ok)
+		}
 	}
 }
