@@ -124,6 +124,10 @@ func TestHoldWokenOnceSlotFree(t *testing.T) {
 		if err != nil || held.Action != consumer.Hold || held.Wake == nil {
 			t.Fatalf("%v, %v; want a hold for the slot", held.Action, err)
 		}
+		if held.Delay != spillover.HoldMaxDefault {
+			// Every slot given back is told: asking meanwhile finds none.
+			t.Fatalf("held for %v before asking again; want the whole HoldMax, %v", held.Delay, spillover.HoldMaxDefault)
+		}
 		run.Done()
 		select {
 		case <-held.Wake:

@@ -36,9 +36,10 @@ const (
 )
 
 // slotPoll is how often a message held for a concurrency slot asks
-// again unless a slot given back wakes it first: one given back by
-// another worker is known only by asking where the Semaphore does not
-// tell of it.
+// again unless a slot given back wakes it first, where the Semaphore does
+// not tell of the slots given back: one given back by another worker is
+// then known only by asking. Where it tells, a held message asks only
+// when woken, or at the end of its hold.
 const slotPoll = 100 * time.Millisecond
 
 // Tenants looks tenants up; *tenant.Registry is one.
@@ -620,7 +621,15 @@ func (l *Limiter) holdForSlot(label, id, key string, concurrency int, wave bool,
 	if !ok {
 		return consumer.Verdict{}, false
 	}
-	return l.hold(label, ReasonConcurrency, min(slotPoll, left), wake, end, m), true
+	poll := slotPoll
+	if l.told {
+		// Every slot given back is told: asking meanwhile only finds
+		// the slots full again. A tenant's messages held for a slot
+		// asked ten times a second each, about ten asks for each of
+		// them that ran.
+		poll = left
+	}
+	return l.hold(label, ReasonConcurrency, min(poll, left), wake, end, m), true
 }
 
 // hold returns a Hold verdict, counted once per message.
