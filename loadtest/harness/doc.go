@@ -53,7 +53,8 @@
 // most at once; and the start rate of a tenant in the seconds its
 // process_rate held it back (RateBound). FleetChecks holds a fleet run to
 // four criteria: no tenant above its concurrency at the application, a
-// rate-bound tenant within RateTolerance (10%) of its process_rate, the
+// rate-bound tenant within RateTolerance (10%) of its process_rate (its
+// process_burst allowed on top, as the limit allows), the
 // quiet tenants' p95 within NoisyFullBound (1.2×) of their baseline (for a
 // noisy neighbour, the quiet tenants alone on the same fleet; for an
 // outage, before it), and every accepted message delivered at least once.

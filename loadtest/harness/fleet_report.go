@@ -26,7 +26,8 @@ type FleetResult struct {
 //     application than its concurrency, counted by the sink over the pushes
 //     of every worker;
 //   - rate: a tenant held back by its process_rate (RateBound) starts
-//     messages within RateTolerance of it;
+//     messages within RateTolerance of it, its process_burst allowed on
+//     top (withinRate);
 //   - latency: the quiet tenants' p95 within NoisyFullBound times their
 //     baseline (the quiet tenants alone on the same fleet; for an outage,
 //     the messages sent before it against those sent from FreshAfter after
@@ -55,12 +56,12 @@ func FleetChecks(fr *FleetResult) []Criterion {
 		cs = append(cs, Criterion{Name: name, Missing: true, Measured: "not measured"})
 	}
 
-	name = fmt.Sprintf("Rate: a rate-bound tenant's pushes within %.0f%% of its process_rate (%s/s)", 100*RateTolerance, num(sc.Limits.ProcessRate))
+	name = fmt.Sprintf("Rate: a rate-bound tenant's pushes within %.0f%% of its process_rate (%s/s), its process_burst (%d) allowed on top", 100*RateTolerance, num(sc.Limits.ProcessRate), sc.Limits.ProcessBurst)
 	if ls := r.LimitsSeen; ls != nil && len(ls.Rates) > 0 {
 		pass := true
 		var ms []string
 		for _, rb := range ls.Rates {
-			pass = pass && withinRate(rb.Rate, sc.Limits.ProcessRate)
+			pass = pass && withinRate(rb, sc.Limits)
 			ms = append(ms, fmt.Sprintf("%s %.1f/s over %d s", rb.Tenant, rb.Rate, rb.Seconds))
 		}
 		cs = append(cs, Criterion{Name: name, Pass: pass, Measured: strings.Join(ms, "; ")})

@@ -173,12 +173,23 @@ func TestRateBound(t *testing.T) {
 }
 
 func TestWithinRate(t *testing.T) {
+	lim := Limits{ProcessRate: 40, ProcessBurst: 40, Concurrency: 10}
 	for _, tt := range []struct {
-		rate float64
-		want bool
-	}{{40, true}, {36, true}, {44, true}, {35.9, false}, {44.1, false}, {20, false}} {
-		if got := withinRate(tt.rate, 40); got != tt.want {
-			t.Errorf("withinRate(%v, 40) = %t, want %t", tt.rate, got, tt.want)
+		starts, seconds int
+		want            bool
+	}{
+		{400, 10, true},
+		{360, 10, true},
+		{359, 10, false}, // 35.9/s
+		{200, 10, false},
+		{480, 10, true},  // 44/s and the burst: 440 + 40
+		{481, 10, false}, // one start more than the limits allow
+		{266, 6, true},   // 44.3/s over 6 s: 264 + 40 allowed
+		{305, 6, false},
+	} {
+		rb := RateBound{Tenant: "t", Seconds: tt.seconds, Starts: tt.starts, Rate: float64(tt.starts) / float64(tt.seconds)}
+		if got := withinRate(rb, lim); got != tt.want {
+			t.Errorf("withinRate(%d starts over %d s) = %t, want %t", tt.starts, tt.seconds, got, tt.want)
 		}
 	}
 }
@@ -207,7 +218,11 @@ func TestFleetChecks(t *testing.T) {
 	}{
 		{"all met", func(*FleetResult) {}, ""},
 		{"concurrency exceeded", func(fr *FleetResult) { fr.Run.LimitsSeen.MaxInFlight["noisy"] = 11 }, "Concurrency"},
-		{"rate too high", func(fr *FleetResult) { fr.Run.LimitsSeen.Rates[0].Rate = 45 }, "Rate"},
+		{"rate too high", func(fr *FleetResult) {
+			rb := &fr.Run.LimitsSeen.Rates[0]
+			rb.Starts = rb.Seconds*45 + 1
+			rb.Rate = float64(rb.Starts) / float64(rb.Seconds)
+		}, "Rate"},
 		{"rate too low", func(fr *FleetResult) { fr.Run.LimitsSeen.Rates[0].Rate = 30 }, "Rate"},
 		{"quiet tenants slowed", func(fr *FleetResult) { fr.Run.Quiet.Latency.P95 = 13 * time.Millisecond }, "Latency"},
 		{"a message lost", func(fr *FleetResult) { fr.Run.Accounting.Lost, fr.Run.Accounting.Processed = 1, 99 }, "Nothing lost"},
