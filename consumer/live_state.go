@@ -110,7 +110,9 @@ func (s *liveState) idle() bool {
 // backlogShare is how much of the capacity the live and overflow work
 // leaves the backlog may take: all of it while the live queues are caught
 // up; none while the latest receive of a live queue came back full (the
-// queue may hold more: the capacity is not spare); otherwise half.
+// queue may hold more: the capacity is not spare); otherwise all but a
+// tenth of the worker's slots (shareMost), room for the next fresh
+// messages.
 func (s *liveState) backlogShare() share {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +122,7 @@ func (s *liveState) backlogShare() share {
 	case s.full > 0 || len(s.latest) < len(s.watched):
 		return shareNone
 	}
-	return shareHalf
+	return shareMost
 }
 
 // waitPolled waits until every watched live queue was polled once, or

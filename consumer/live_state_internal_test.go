@@ -43,7 +43,7 @@ func TestLiveStateWatch(t *testing.T) {
 	s.set("b", 10, 10)
 	check("both polled, b full", want{shareNone, false, true})
 	s.set("b", 3, 10)
-	check("b partial", want{shareHalf, false, true})
+	check("b partial", want{shareMost, false, true})
 	s.set("b", 0, 1)
 	check("both empty", want{shareAll, true, true})
 

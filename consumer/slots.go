@@ -27,11 +27,14 @@ const (
 // a batch waiter is not overtaken by single ones.
 //
 // A spare reservation (acquireSpare) is for work that must leave room for
-// more urgent work: spare reservations together hold at most half, rounded
-// down, of the slots that the others leave (those free plus those held by
-// spare reservations). The backlog thus works the capacity fresh work
-// leaves, but leaves half of it free for the next burst of fresh messages
-// (so never the last free slot).
+// more urgent work: it takes no slot that would leave fewer than a tenth of
+// all the slots (at least one) free (spareReserve). The backlog thus works
+// the capacity fresh work leaves, but leaves room for the next burst of
+// fresh messages (so never the last free slot). It left half of what
+// fresh work left, before: the messages of the backlog held for their
+// tenants' slots took most of that half, and after a 60 s outage the
+// tenants whose old messages were deeper in the backlog queue drained at
+// 27-34/s of their 40.
 type slots struct {
 	mu      sync.Mutex
 	size    int
@@ -55,8 +58,8 @@ func (s *slots) grantable(w *slotWaiter) int {
 		switch w.share() {
 		case shareNone:
 			return 0
-		case shareHalf:
-			free = min(free, (s.free+s.spare)/2-s.spare)
+		case shareMost:
+			free = min(free, s.free-s.spareReserve())
 		}
 	}
 	if free < w.need {
@@ -64,6 +67,10 @@ func (s *slots) grantable(w *slotWaiter) int {
 	}
 	return min(free, w.max)
 }
+
+// spareReserve is how many slots a spare reservation leaves free, under
+// shareMost: a tenth of them, at least one.
+func (s *slots) spareReserve() int { return max(1, s.size/10) }
 
 // take reserves n slots for w. Call with mu held.
 func (s *slots) take(w *slotWaiter, n int) {
@@ -79,7 +86,7 @@ type share int
 
 const (
 	shareNone share = iota // none: wait
-	shareHalf              // at most half, rounded down
+	shareMost              // all but spareReserve
 	shareAll               // all of it
 )
 
@@ -92,10 +99,9 @@ func (s *slots) acquire(ctx context.Context, c prio, need, max int) (int, error)
 }
 
 // acquireSpare is acquire for a spare reservation: it takes between need
-// and max slots, as far as share allows at that time: none, as long as
-// spare reservations hold at most half of the slots the others leave, or
-// all that are free. It waits until it may take need; share is called
-// with the slots locked, at each chance of a grant. Its slots are given
+// and max slots, as far as share allows at that time: none, as many as
+// leave spareReserve slots free, or all that are free. It waits until it
+// may take need; share is called with the slots locked, at each chance of a grant. Its slots are given
 // back with releaseSpare.
 func (s *slots) acquireSpare(ctx context.Context, c prio, need, max int, share func() share) (int, error) {
 	return s.reserve(ctx, &slotWaiter{need: need, max: max, spare: true, share: share}, c)

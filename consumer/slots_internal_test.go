@@ -109,16 +109,16 @@ func testSlotsSpare(t *testing.T) {
 	ctx := context.Background()
 	s := newSlots(10)
 	var now atomic.Int32 // the share of spare reservations
-	now.Store(int32(shareHalf))
+	now.Store(int32(shareMost))
 	acquireSpare := func(ctx context.Context, p prio, need, most int) (int, error) {
 		return s.acquireSpare(ctx, p, need, most, func() share { return share(now.Load()) })
 	}
 	if n, _ := s.acquire(ctx, prioLive, 2, 2); n != 2 {
 		t.Fatalf("live acquire got %d, want 2", n)
 	}
-	// 8 left: spare reservations hold at most half of them.
-	if n, _ := acquireSpare(ctx, prioIdle, 1, 10); n != 4 {
-		t.Fatalf("spare acquire got %d, want 4 of the 8 left", n)
+	// 8 left: spare reservations leave a tenth of the 10 free, one.
+	if n, _ := acquireSpare(ctx, prioIdle, 1, 10); n != 7 {
+		t.Fatalf("spare acquire got %d, want 7 of the 8 left", n)
 	}
 	spare := grabWith(ctx, acquireSpare, prioIdle, 1, 10)
 	waitWaiters(t, s, 1)
@@ -126,13 +126,13 @@ func testSlotsSpare(t *testing.T) {
 	if n, _ := s.acquire(ctx, prioIdle, 1, 1); n != 1 {
 		t.Fatalf("an idle acquire behind a waiting spare one got %d, want 1", n)
 	}
-	s.release(1) // 4 free, 4 spare: still half
+	s.release(1) // 1 free: the one left free
 	waitWaiters(t, s, 1)
-	s.release(2) // the live work ends: 6 free, 4 spare, so one more
-	if n := <-spare; n != 1 {
-		t.Errorf("spare waiter got %d, want 1 (5 of 10)", n)
+	s.release(2) // the live work ends: 3 free, so two more
+	if n := <-spare; n != 2 {
+		t.Errorf("spare waiter got %d, want 2 of the 3 free", n)
 	}
-	s.releaseSpare(5)
+	s.releaseSpare(9)
 	if got := s.available(); got != 10 {
 		t.Errorf("%d slots free after every release, want 10", got)
 	}
@@ -147,8 +147,8 @@ func testSlotsSpare(t *testing.T) {
 		t.Errorf("live waiter got %d, want all 3", n)
 	}
 	s.release(3)
-	if n := <-spare; n != 1 {
-		t.Errorf("spare waiter got %d, want 1 of 3", n)
+	if n := <-spare; n != 2 {
+		t.Errorf("spare waiter got %d, want 2 of 3", n)
 	}
 
 	// Held to no share, a spare reservation waits; allowed all, it takes
@@ -160,7 +160,7 @@ func testSlotsSpare(t *testing.T) {
 	waitWaiters(t, s, 1)
 	now.Store(int32(shareAll))
 	s.release(1)
-	if n := <-spare; n != 4 {
-		t.Errorf("spare waiter allowed all got %d, want all 4 free", n)
+	if n := <-spare; n != 3 {
+		t.Errorf("spare waiter allowed all got %d, want all 3 free", n)
 	}
 }
