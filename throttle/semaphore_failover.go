@@ -106,6 +106,11 @@ func (f *FailoverSemaphore) TryAcquire(ctx context.Context, key string, limit in
 			return newPermit(func() {
 				p.Release()
 				f.local.give(key)
+				if f.dep.Down() {
+					// Primary tells of it once it can, not now: the
+					// local slots it frees are told at once.
+					f.tell(key)
+				}
 			}), true, nil
 		}
 		if ctx.Err() != nil {
@@ -127,10 +132,15 @@ func (f *FailoverSemaphore) TryAcquire(ctx context.Context, key string, limit in
 	}
 	return newPermit(func() {
 		p.Release()
-		for _, fn := range f.onFreed {
-			fn(key, 1)
-		}
+		f.tell(key)
 	}), true, nil
+}
+
+// tell tells the OnFreed functions of one slot of key given back.
+func (f *FailoverSemaphore) tell(key string) {
+	for _, fn := range f.onFreed {
+		fn(key, 1)
+	}
 }
 
 // shareOf returns ⌈limit/n⌉, at least one; a limit of zero or less stays
@@ -144,8 +154,8 @@ func shareOf(limit, n int) int {
 }
 
 // OnFreed implements FreedNotifier when Primary does, and otherwise
-// tells of nothing. While Primary fails, the slots given back here that
-// were taken locally are told at once, and no slot freed elsewhere is.
+// tells of nothing. While Primary fails, the slots given back here are
+// told at once, and no slot freed elsewhere is.
 func (f *FailoverSemaphore) OnFreed(fn func(key string, n int)) bool {
 	if n, ok := f.cfg.Primary.(FreedNotifier); ok && n.OnFreed(fn) {
 		f.onFreed = append(f.onFreed, fn)

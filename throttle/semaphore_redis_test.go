@@ -2,8 +2,9 @@ package throttle_test
 
 import (
 	"context"
-	"net"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,41 +420,50 @@ func testRedisSemaphoreTellsFreedSlots(t *testing.T, newClient func() redis.Univ
 }
 
 // TestFailoverSemaphoreTellsLocalSlots: while its Primary fails, a
-// FailoverSemaphore tells of the slots taken locally when they are given
-// back, at once.
+// FailoverSemaphore tells at once of the slots given back here, those it
+// took locally and those it took from Primary before the failure.
 func TestFailoverSemaphoreTellsLocalSlots(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
-	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
-	t.Cleanup(func() { client.Close() })
-	primary, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: client, Prefix: testenv.Prefix(t) + ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	primary := &failingPrimary{}
 	s, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{Primary: primary})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch := told(s)
-	p, ok := tryAcquire(t, s, "acme", 1)
+	before, ok := tryAcquire(t, s, "acme", 2)
 	if !ok {
-		t.Fatal("the only slot refused, failing open")
+		t.Fatal("Primary's slot refused")
 	}
-	p.Release()
-	select {
-	case f := <-ch:
-		if f != (freed{"acme", 1}) {
-			t.Errorf("told %+v, want one slot of acme", f)
+	primary.failing.Store(true)
+	during, ok := tryAcquire(t, s, "acme", 2)
+	if !ok {
+		t.Fatal("a local slot refused, failing open")
+	}
+	for name, p := range map[string]throttle.Permit{"taken from Primary": before, "taken locally": during} {
+		p.Release()
+		select {
+		case f := <-ch:
+			if f != (freed{"acme", 1}) {
+				t.Errorf("a slot %s given back: told %+v, want one slot of acme", name, f)
+			}
+		default:
+			t.Errorf("a slot %s given back while Primary fails: not told at once", name)
 		}
-	default:
-		t.Error("a local slot given back was not told at once")
 	}
 }
+
+// failingPrimary is a Primary that tells of slots (as a RedisSemaphore
+// does, here of none) and fails once failing is set.
+type failingPrimary struct{ failing atomic.Bool }
+
+func (p *failingPrimary) TryAcquire(context.Context, string, int) (throttle.Permit, bool, error) {
+	if p.failing.Load() {
+		return throttle.Permit{}, false, errors.New("primary down")
+	}
+	return throttle.Permit{}, true, nil
+}
+
+func (p *failingPrimary) OnFreed(func(string, int)) bool { return true }
 
 // TestParseFreed: the payload of a release, as this version publishes it
 // and as an earlier one did (one slot, no number), while a fleet is
