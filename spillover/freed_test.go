@@ -14,6 +14,33 @@ import (
 	"github.com/fairq/fairq/throttle"
 )
 
+// redisWorker returns the Limiter of a worker whose concurrency slots are
+// a started RedisSemaphore on the Redis at addr, its keys under prefix.
+func redisWorker(t *testing.T, addr string, reg *tenant.Registry, prefix string) *spillover.Limiter {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	sem, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := spillover.New(spillover.Config{Tenants: reg, Semaphore: sem, Rate: throttle.NewLocalLimiter(throttle.LocalConfig{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sem.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := sem.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return l
+}
+
 // TestHoldWokenBySlotFreedElsewhere: a message held for a slot of its
 // tenant on one worker is woken when another worker sharing the Redis
 // gives a slot back, not only at its next ask.
@@ -22,30 +49,7 @@ func TestHoldWokenBySlotFreedElsewhere(t *testing.T) {
 	addr := testenv.RedisAddr(t)
 	reg := registry(t, map[string]tenant.Limits{"acme": limits(1000, 1000, 1)})
 	prefix := "fairq-test:" + t.Name() + ":"
-	worker := func() *spillover.Limiter {
-		c := redis.NewClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { c.Close() })
-		sem, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := spillover.New(spillover.Config{Tenants: reg, Semaphore: sem, Rate: throttle.NewLocalLimiter(throttle.LocalConfig{})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sem.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := sem.Stop(ctx); err != nil {
-				t.Errorf("Stop: %v", err)
-			}
-		})
-		return l
-	}
-	a, b := worker(), worker()
+	a, b := redisWorker(t, addr, reg, prefix), redisWorker(t, addr, reg, prefix)
 	ctx := context.Background()
 
 	// The semaphores subscribe from a goroutine of their own: try until
@@ -80,26 +84,7 @@ func TestHoldWokenOnceSlotFree(t *testing.T) {
 	t.Parallel()
 	addr := testenv.RedisAddr(t)
 	reg := registry(t, map[string]tenant.Limits{"acme": limits(1000, 1000, 1)})
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { c.Close() })
-	sem, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: "fairq-test:" + t.Name() + ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := spillover.New(spillover.Config{Tenants: reg, Semaphore: sem, Rate: throttle.NewLocalLimiter(throttle.LocalConfig{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sem.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := sem.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	l := redisWorker(t, addr, reg, "fairq-test:"+t.Name()+":")
 	ctx := context.Background()
 	// The semaphore subscribes from a goroutine of its own: the first
 	// rounds may wake nothing.
@@ -109,6 +94,7 @@ func TestHoldWokenOnceSlotFree(t *testing.T) {
 		// release.
 		var run consumer.Verdict
 		for {
+			var err error
 			if run, err = l.Admit(ctx, &consumer.Message{ID: "run", Tenant: "acme"}); err != nil {
 				t.Fatal(err)
 			}

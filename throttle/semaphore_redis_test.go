@@ -65,6 +65,20 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) ti
 	return time.Since(start)
 }
 
+// acquireAll takes all n slots of key, a semaphore of limit n that has
+// them free.
+func acquireAll(t testing.TB, s throttle.Semaphore, key string, n int) []throttle.Permit {
+	t.Helper()
+	ps := make([]throttle.Permit, n)
+	for i := range ps {
+		var ok bool
+		if ps[i], ok = tryAcquire(t, s, key, n); !ok {
+			t.Fatalf("slot %d of %d refused on a free semaphore", i+1, n)
+		}
+	}
+	return ps
+}
+
 func tryAcquire(t testing.TB, s throttle.Semaphore, key string, limit int) (throttle.Permit, bool) {
 	t.Helper()
 	p, ok, err := s.TryAcquire(context.Background(), key, limit)
@@ -142,14 +156,7 @@ func testRedisSemaphoreLeases(t *testing.T, newClient func() redis.UniversalClie
 	c := newClient()
 	holder := redisSemaphore(t, c, prefix, lease)
 	other := redisSemaphore(t, c, prefix, lease)
-	var held []throttle.Permit
-	for range 2 {
-		p, ok := tryAcquire(t, holder, "acme", 2)
-		if !ok {
-			t.Fatal("refused on a free semaphore")
-		}
-		held = append(held, p)
-	}
+	held := acquireAll(t, holder, "acme", 2)
 	// Three leases long, the holder's renewals keep the slots taken.
 	renewed := time.NewTimer(3 * lease)
 	tick := time.NewTicker(lease / 4)
@@ -399,15 +406,7 @@ func testRedisSemaphoreTellsFreedSlots(t *testing.T, newClient func() redis.Univ
 	// Three slots given back at once: told to both, three in all, and
 	// each time a slot is free in Redis: b can take as many as it was
 	// told of.
-	var ps []throttle.Permit
-	for range 3 {
-		p, ok := tryAcquire(t, a, "acme", 3)
-		if !ok {
-			t.Fatal("a slot of three refused")
-		}
-		ps = append(ps, p)
-	}
-	for _, p := range ps {
+	for _, p := range acquireAll(t, a, "acme", 3) {
 		p.Release()
 	}
 	waitTold(t, "a, which gave them back", toA, "acme", 3)
