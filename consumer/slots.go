@@ -101,8 +101,8 @@ func (s *slots) acquire(ctx context.Context, c prio, need, max int) (int, error)
 // acquireSpare is acquire for a spare reservation: it takes between need
 // and max slots, as far as share allows at that time: none, as many as
 // leave spareReserve slots free, or all that are free. It waits until it
-// may take need; share is called with the slots locked, at each chance of a grant. Its slots are given
-// back with releaseSpare.
+// may take need; share is called with the slots locked, at each chance
+// of a grant. Its slots are given back with releaseSpare.
 func (s *slots) acquireSpare(ctx context.Context, c prio, need, max int, share func() share) (int, error) {
 	return s.reserve(ctx, &slotWaiter{need: need, max: max, spare: true, share: share}, c)
 }
