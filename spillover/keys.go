@@ -1,5 +1,7 @@
 package spillover
 
+import "strings"
+
 // The keys of a tenant's limits in the throttle limiters and semaphores;
 // the Redis implementations put their own prefixes in front.
 
@@ -14,6 +16,12 @@ func concurrencyKey(tenant string) string { return "concurrency:" + tenant }
 // the backlog queue to what its fresh messages leave of its process_rate,
 // on top of processKey.
 func backlogKey(tenant string) string { return "process-backlog:" + tenant }
+
+// tenantOfConcurrencyKey returns the tenant whose concurrencyKey key is,
+// and false for any other key.
+func tenantOfConcurrencyKey(key string) (string, bool) {
+	return strings.CutPrefix(key, concurrencyKey(""))
+}
 
 // backlogConcurrencyKey is the key of the semaphore that holds a tenant's
 // messages from the backlog queue to what its fresh messages leave of its

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -556,7 +555,7 @@ func (l *Limiter) release(p slots, tenant string) {
 func (l *Limiter) wake(key string, n int) {
 	n -= l.holds.freed(key, n)
 	n -= l.waves.freed(key, n)
-	if tenant, ok := strings.CutPrefix(key, concurrencyKey("")); ok && n > 0 {
+	if tenant, ok := tenantOfConcurrencyKey(key); ok && n > 0 {
 		line := backlogConcurrencyKey(tenant)
 		n -= l.holds.freed(line, n)
 		l.waves.freed(line, n)

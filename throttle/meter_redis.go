@@ -46,9 +46,9 @@ type RedisMeterConfig struct {
 // RedisMeter measures how fast events of a key come across every process
 // sharing the Redis: a moving average of events a second with time
 // constant Window, kept in Redis on Redis's clock, and when the latest
-// came. Mark counts an event here; every Every the events counted are
+// came. MarkAt counts an event here; every Every the events counted are
 // added, in one round trip for all the keys, and the rates of the keys
-// asked about within the last Window are read back. So Mark costs no
+// asked about within the last Window are read back. So MarkAt costs no
 // round trip, and an answer is at most Every (and the round trip) old.
 //
 // Its cost in Redis grows with the keys marked or asked about per Every
@@ -128,9 +128,6 @@ func (m *RedisMeter) Start(ctx context.Context) error {
 // Stop ends the sends and reads; the events marked since the last send
 // are not sent.
 func (m *RedisMeter) Stop(ctx context.Context) error { return m.loops.Stop(ctx) }
-
-// Mark counts one event of key, sent with the next sync.
-func (m *RedisMeter) Mark(key string) { m.MarkAt(key, m.cfg.Now()) }
 
 // MarkAt counts one event of key that happened at at, sent with the next
 // sync: as much of one as the moving average has left of an event that

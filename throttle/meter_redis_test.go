@@ -64,8 +64,8 @@ func testRedisMeter(t *testing.T, newClient func() redis.UniversalClient, prefix
 	// Each event adds 1/Window to the average: 20 of them, 10/s, less
 	// the decay while they are sent and read (e^-0.25 after 500 ms).
 	for range 10 {
-		a.Mark("x")
-		b.Mark("x")
+		a.MarkAt("x", time.Now())
+		b.MarkAt("x", time.Now())
 	}
 	inRange := func(r float64, since time.Duration) bool { return r > 7.5 && r <= 10.0001 && since < time.Second }
 	for _, m := range []*throttle.RedisMeter{a, b, c} {
@@ -86,7 +86,7 @@ func testRedisMeter(t *testing.T, newClient func() redis.UniversalClient, prefix
 	rateOf(t, c, "x", func(r float64, _ time.Duration) bool { return r < 7 })
 }
 
-// TestRedisMeterUnreachable: without Redis, Mark does not block and Rate
+// TestRedisMeterUnreachable: without Redis, MarkAt does not block and Rate
 // knows nothing, so that the caller goes by what it sees itself.
 func TestRedisMeterUnreachable(t *testing.T) {
 	t.Parallel()
@@ -100,7 +100,7 @@ func TestRedisMeterUnreachable(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	m := startedMeter(t, client, testenv.Prefix(t)+":")
 	for range 100 {
-		m.Mark("x")
+		m.MarkAt("x", time.Now())
 	}
 	time.Sleep(200 * time.Millisecond) // a few syncs, all failing
 	if r, since, ok := m.Rate("x"); ok {
