@@ -13,9 +13,16 @@
 //     dropped, reason "aged": deleted unprocessed and counted.
 //   - Otherwise, if it is older than Config.BacklogAge
 //     (worker.backlog_age) and not from the backlog queue, it is moved
-//     there, reason "aged", undelayed: old work must not hold up fresh
-//     work (see the worker's backlog loop). Neither takes a slot or a
-//     token.
+//     there, reason "aged": old work must not hold up fresh work (see the
+//     worker's backlog loop). It is delayed to its turn in the line of
+//     T's old work (below), turns coming at the pace T may run them (its
+//     process_rate, or its concurrency ÷ its mean job time when lower),
+//     to the whole second before the turn. The one backlog queue holds
+//     every tenant's old work in the order it was moved; undelayed, after
+//     an outage the tenants whose messages were moved first had theirs at
+//     hand and the others waited behind them (their drain ran at 28/s of
+//     the 40 allowed), while paced each tenant's come back at its own
+//     rate. Neither takes a slot or a token.
 //   - Otherwise, if T has concurrency messages in progress fleet-wide, the
 //     message is held (below) while the worker has slots to spare, one
 //     message per slot of T's at this worker's share; otherwise it is

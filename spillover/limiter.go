@@ -254,6 +254,13 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	}
 	age := l.cfg.NowFunc().Sub(m.EnqueuedAt)
 	if v, ok := ageVerdict(age, m.Backlog, cmp.Or(lim.DropAge, l.cfg.DropAge), l.cfg.BacklogAge); ok {
+		if v.Action == consumer.ToBacklog {
+			// Its turn in the line of the tenant's old work, to the
+			// whole second before it (SQS rounds delays up): every
+			// tenant's old work comes back from the one backlog queue
+			// at the pace it may run, not in the order it was moved.
+			v.Delay = l.turn(ctx, lineKey(id, true), l.pace(id, lim), 0).Truncate(time.Second)
+		}
 		return v, nil
 	}
 	label := l.labels.of(id, known)
@@ -657,15 +664,25 @@ func (l *Limiter) hold(label, reason string, d time.Duration, wake <-chan struct
 // its moves by 40% and the run's SQS requests by 23%.
 func (l *Limiter) concurrencyWait(ctx context.Context, id string, lim tenant.Resolved, old bool) time.Duration {
 	short := l.concurrencyDelay()
-	mean, ok := l.jobs.of(id)
-	if !ok || lim.Concurrency <= 0 {
+	if _, ok := l.jobs.of(id); !ok || lim.Concurrency <= 0 {
 		return short
 	}
-	rate := float64(lim.Concurrency) / mean.Seconds()
-	if !(throttle.Limit{Rate: lim.ProcessRate}).Unlimited() {
-		rate = min(rate, lim.ProcessRate)
+	return l.turn(ctx, lineKey(id, old), l.pace(id, lim), short)
+}
+
+// pace is how fast tenant id may run messages: its process_rate, or the
+// rate its slots free up (concurrency ÷ mean job time), whichever is
+// lower; unlimited when neither bounds it.
+func (l *Limiter) pace(id string, lim tenant.Resolved) float64 {
+	rate := lim.ProcessRate
+	if mean, ok := l.jobs.of(id); ok && lim.Concurrency > 0 {
+		free := float64(lim.Concurrency) / mean.Seconds()
+		if (throttle.Limit{Rate: rate}).Unlimited() {
+			return free
+		}
+		rate = min(rate, free)
 	}
-	return l.turn(ctx, lineKey(id, old), rate, short)
+	return rate
 }
 
 // turn takes the next turn of key, turns coming rate a second, none

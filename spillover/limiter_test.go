@@ -576,6 +576,46 @@ func TestLimiterAges(t *testing.T) {
 	}
 }
 
+// TestLimiterPacesAgedMoves: messages moved to the backlog for their age
+// take turns at their tenant's rate in its old work's line, each delayed
+// to the whole second before its turn, so that every tenant's backlog
+// comes back at the rate it may run rather than in the order the moves
+// reached the queue; a fresh message's turn is not behind them.
+func TestLimiterPacesAgedMoves(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	l, err := spillover.New(spillover.Config{
+		Tenants:    registry(t, map[string]tenant.Limits{"acme": limits(2, 1, 5), "other": limits(2, 1, 5)}),
+		BacklogAge: 10 * time.Second,
+		NowFunc:    c.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aged := func(a consumer.Action, d time.Duration) verdict {
+		return verdict{Action: a, Delay: d, Reason: spillover.ReasonAged}
+	}
+	var got []verdict
+	for _, id := range []string{"acme", "acme", "acme", "acme", "acme", "other"} {
+		v, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: id, EnqueuedAt: c.Now().Add(-time.Minute)})
+		got = append(got, v)
+	}
+	// Turns at 0, 0.5, 1, 1.5 and 2 s; another tenant's line is its own.
+	want := []verdict{
+		aged(consumer.ToBacklog, 0), aged(consumer.ToBacklog, 0), aged(consumer.ToBacklog, time.Second),
+		aged(consumer.ToBacklog, time.Second), aged(consumer.ToBacklog, 2*time.Second), aged(consumer.ToBacklog, 0),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("moves (-want +got):\n%s", diff)
+	}
+	if v, _ := admitMessage(t, l, &consumer.Message{ID: "f", Tenant: "acme", EnqueuedAt: c.Now()}); v.Action != consumer.Dispatch {
+		t.Fatalf("a fresh message: %v, want dispatch", v.Action)
+	}
+	if v, _ := admitMessage(t, l, &consumer.Message{ID: "g", Tenant: "acme", EnqueuedAt: c.Now()}); v != spill("rate", 500*time.Millisecond) {
+		t.Errorf("a fresh message over the rate: %+v, want its own turn, at the next token", v)
+	}
+}
+
 // TestLimiterSpillsPastBacklogAgeToBacklog: a message spilled to a turn
 // that would bring it back past the backlog age goes to the backlog
 // queue at once, with the same delay, rather than to overflow to be moved
