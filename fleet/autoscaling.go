@@ -138,8 +138,10 @@ func (c AutoscalingConfig) validate() error {
 //
 // The visible messages are the ApproximateNumberOfMessages of the live
 // queues, the overflow and the backlog queue, read every Interval: all of
-// them wait for a worker (messages delayed in overflow are not visible and
-// do not count until their delay ends). With Redis, one worker of the
+// them wait for a worker. Messages delayed in overflow or the backlog
+// queue are not visible and do not count until their delay ends: they
+// wait for their turn at their tenant's limits, which more workers would
+// not bring forward. With Redis, one worker of the
 // fleet reads them each Interval and the others adopt its reading, under
 // two intervals old. The time per message is the mean
 // processing time of the jobs that ended within Window (fed through
