@@ -20,9 +20,9 @@
 //     to the whole second before the turn. The one backlog queue holds
 //     every tenant's old work in the order it was moved; undelayed, after
 //     an outage the tenants whose messages were moved first had theirs at
-//     hand and the others waited behind them (their drain ran at 28/s of
-//     the 40 allowed), while paced each tenant's come back at its own
-//     rate. Neither takes a slot or a token.
+//     hand and the others waited behind them (the slowest drained at
+//     32-36/s of the 40 allowed), while paced each tenant's come back at
+//     its own rate. Neither takes a slot or a token.
 //   - Otherwise, if T has concurrency messages in progress fleet-wide, the
 //     message is held (below) while the worker has slots to spare, one
 //     message per slot of T's at this worker's share; otherwise it is
