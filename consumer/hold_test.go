@@ -80,7 +80,8 @@ func TestHoldAsksAgain(t *testing.T) {
 }
 
 // TestHoldGivenBackAtStop: a message held when the grace period of a
-// stop ends is given back at once, not left to its visibility timeout.
+// stop ends is given back at once, not left to its visibility timeout,
+// and the receive that held it is not counted: it was never started.
 func TestHoldGivenBackAtStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem, names := setup(t, "memory")
@@ -118,6 +119,11 @@ func TestHoldGivenBackAtStop(t *testing.T) {
 		}
 		if d.Visible != 1 {
 			t.Errorf("after the stop the queue has %+v, want the held message visible again", d)
+		}
+		h2, seen2 := recorder(func(int, *consumer.Message) error { return nil })
+		start(t, consumer.Config{Backend: mem, Names: names, Handler: h2, ReceiveWait: time.Second})
+		if got := recv(t, seen2, time.Minute, "delivery after the stop"); got.count != 1 {
+			t.Errorf("delivered with receive count %d after the stop, want 1: the held receive counted", got.count)
 		}
 	})
 }

@@ -147,7 +147,7 @@ func (j *job) hold(v Verdict) bool {
 	j.d.msg.Held += w.cfg.NowFunc().Sub(start)
 	switch {
 	case j.releasing():
-		j.release()
+		j.giveBack()
 		return false
 	case j.abandoned():
 		w.hb.remove(j.f)
@@ -219,11 +219,7 @@ func (j *job) park() {
 		return
 	}
 	if !d.parkedFirst || d.queue != w.cfg.Names.Overflow {
-		carried := d.attempts() - 1 // this delivery is not counted
-		if d.parkedFirst {
-			carried = d.attempts() // already left out
-		}
-		j.moveCopy(w.cfg.Names.Overflow, 0, carried, "", time.Time{}, true, func() {
+		j.moveCopy(w.cfg.Names.Overflow, 0, d.attemptsBefore(), "", time.Time{}, true, func() {
 			w.metrics.spilled.WithLabelValues(reasonPaused).Inc()
 		}, nil)
 		return
@@ -446,8 +442,25 @@ func (j *job) maxVisibility() time.Duration {
 	return max(0, j.f.received.Add(queue.MaxVisibility-time.Second).Sub(j.w.cfg.NowFunc()))
 }
 
-// release gives the message back at once, at shutdown.
+// release gives the message back at once, at shutdown, once it was
+// pushed: the push was an attempt.
 func (j *job) release() { j.later(0, outcomeReleased) }
+
+// giveBack gives back at once, at shutdown, a message the worker received
+// and did not start: a copy goes to its queue with the attempts it had
+// before this receive, and the delivered copy is deleted. Made visible
+// again instead, the receive would count as an attempt: when every worker
+// of a fleet stopped at once, the long polls each let finish received a
+// message sent meanwhile and gave it back in turn, and such a message went
+// to the dead-letter queue at its first receive after the restart, never
+// pushed.
+func (j *job) giveBack() {
+	j.outcome(outcomeReleased)
+	d := j.d
+	j.moveCopy(d.queue, 0, d.attemptsBefore(), "", d.meta.NotBeforeTime(), d.meta.Parked, nil, func() {
+		j.w.metrics.processed.WithLabelValues(outcomeReleased).Inc()
+	})
+}
 
 // retryAfter brings the message back after d without counting the
 // delivery: it is sent again to its queue with the delay and its attempts

@@ -308,6 +308,43 @@ func TestStopMidJob(t *testing.T) {
 	}
 }
 
+// TestStopGivesBackUncounted: a message that a stopping worker's long
+// poll brings is given back without counting that receive, so that a
+// fleet stopping at once does not spend a message's attempts on receives
+// that never pushed it. (The in-memory backend cuts a stopping worker's
+// long polls short: there the message is not received before the next
+// worker.)
+func TestStopGivesBackUncounted(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			b, names := setup(t, kind)
+			idle := consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil })
+			old, err := consumer.New(consumer.Config{Backend: b, Names: names, Handler: idle, Logger: discard,
+				ReceiveWait: 3 * time.Second, VisibilityTimeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := old.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond) // past the first short receives: its loops long-poll
+			stopped := make(chan error, 1)
+			go func() { stopped <- old.Stop(context.Background()) }()
+			time.Sleep(200 * time.Millisecond) // its polls still wait
+			send(t, b, names.Live[0], msg{tenant: "acme"})
+			if err := <-stopped; err != nil {
+				t.Errorf("Stop = %v", err)
+			}
+			h, seen := recorder(func(int, *consumer.Message) error { return nil })
+			start(t, consumer.Config{Backend: b, Names: names, Handler: h, VisibilityTimeout: time.Minute})
+			if d := recv(t, seen, 30*time.Second, "delivery"); d.count != 1 {
+				t.Errorf("delivered with receive count %d, want 1: the stopping worker's receive counted", d.count)
+			}
+		})
+	}
+}
+
 // TestRestartThenSend: a worker stopped while its long polls wait lets
 // them finish rather than abandon them (SQS may hand an abandoned long
 // poll a message, which would then stay hidden for a visibility timeout),

@@ -141,6 +141,15 @@ func newDelivery(queueName string, m queue.Message) *delivery {
 // attempts is the number of deliveries so far, this one included.
 func (d *delivery) attempts() int { return d.msg.ReceiveCount }
 
+// attemptsBefore returns the attempts before this delivery: a parked
+// copy's first receive is already left out (newDelivery).
+func (d *delivery) attemptsBefore() int {
+	if d.parkedFirst {
+		return d.attempts()
+	}
+	return d.attempts() - 1
+}
+
 // moved returns the attributes of a copy of the message for another queue
 // (or the same queue again), whose fairq-meta carries attempts earlier
 // deliveries, lastErr and notBefore (the zero time: none), marked parked

@@ -362,7 +362,7 @@ func (p *poller) receive(ctx context.Context, pl receivePlan) (receipt, bool) {
 	r := receipt{at: w.cfg.NowFunc(), slots: n, short: pl.short, prio: pr, release: release}
 	r.msgs, r.err = w.receive(p.queue, queue.ReceiveOptions{Max: n, Wait: pl.wait, Visibility: w.cfg.VisibilityTimeout})
 	if ctx.Err() != nil {
-		w.giveBack(p.queue, r.msgs)
+		w.giveBack(ctx, p.queue, r.msgs)
 		release(n)
 		return receipt{}, false
 	}
@@ -490,14 +490,14 @@ func (w *Worker) receive(q string, opts queue.ReceiveOptions) ([]queue.Message, 
 	return w.cfg.Backend.Receive(ctx, q, opts)
 }
 
-// giveBack makes received messages visible again at once, batched: the
-// worker is stopping and will not start them.
-func (w *Worker) giveBack(q string, msgs []queue.Message) {
+// giveBack gives back received messages the worker will not start, as it
+// stops or its loop loses the queue: each goes back to q at once, this
+// receive not counted (job.giveBack).
+func (w *Worker) giveBack(ctx context.Context, q string, msgs []queue.Message) {
+	now := w.cfg.NowFunc()
 	for _, m := range msgs {
-		w.changes.add(q, queue.VisibilityChange{ReceiptHandle: m.ReceiptHandle}, func(entryErr, callErr error) {
-			if failure(entryErr, callErr) == nil {
-				w.metrics.processed.WithLabelValues(outcomeReleased).Inc()
-			}
-		})
+		j := &job{w: w, d: newDelivery(q, m), ctx: ctx,
+			f: &inflight{queue: q, handle: m.ReceiptHandle, id: m.ID, received: now}}
+		j.giveBack()
 	}
 }
