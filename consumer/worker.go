@@ -364,7 +364,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	// The supervisor owns the shutdown, in this order: stop issuing
 	// receives, let those under way finish and give back what they bring;
 	// let jobs finish within the grace period, then cancel the rest,
-	// whose messages are given back at visibility 0; stop the heartbeat
+	// whose messages are given back (a push cancelled at visibility 0,
+	// a message never pushed as a copy that keeps its attempts: see
+	// job.giveBack); stop the heartbeat
 	// once no job holds a message; flush the moves, then the visibility
 	// changes, then the deletes (a move's send ends in a delete; the
 	// Backlog, stopped after the worker, counts the messages they ended).
@@ -411,7 +413,8 @@ const releaseTimeout = 10 * time.Second
 
 // Stop stops the worker gracefully: it stops receiving, lets running jobs
 // finish until ctx ends (the grace period), then cancels the rest and gives
-// their messages back at visibility 0, flushes the pending deletes and
+// their messages back (at visibility 0 when pushed; otherwise as a copy
+// that keeps its attempts), flushes the pending moves and deletes and
 // returns. It returns ErrStopTimeout if jobs still run releaseTimeout after
 // ctx ended (a handler that ignores its context). Stop is idempotent; Stop
 // before Start does nothing.
