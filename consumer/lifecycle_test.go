@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fairq/fairq/consumer"
+	"github.com/fairq/fairq/queue"
 )
 
 // metric returns the value of a counter or gauge of reg, summed over the
@@ -308,6 +309,26 @@ func TestStopMidJob(t *testing.T) {
 	}
 }
 
+// stopWhilePolling starts an idle worker with 3 s long polls, waits until
+// its loops long-poll, and starts stopping it; the channel gets Stop's
+// result.
+func stopWhilePolling(t *testing.T, b queue.Backend, names queue.Names) <-chan error {
+	t.Helper()
+	idle := consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil })
+	w, err := consumer.New(consumer.Config{Backend: b, Names: names, Handler: idle, Logger: discard,
+		ReceiveWait: 3 * time.Second, VisibilityTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the first short receives: its loops long-poll
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop(context.Background()) }()
+	return stopped
+}
+
 // TestStopGivesBackUncounted: a message that a stopping worker's long
 // poll brings is given back without counting that receive, so that a
 // fleet stopping at once does not spend a message's attempts on receives
@@ -319,18 +340,7 @@ func TestStopGivesBackUncounted(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			b, names := setup(t, kind)
-			idle := consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil })
-			old, err := consumer.New(consumer.Config{Backend: b, Names: names, Handler: idle, Logger: discard,
-				ReceiveWait: 3 * time.Second, VisibilityTimeout: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := old.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(1500 * time.Millisecond) // past the first short receives: its loops long-poll
-			stopped := make(chan error, 1)
-			go func() { stopped <- old.Stop(context.Background()) }()
+			stopped := stopWhilePolling(t, b, names)
 			time.Sleep(200 * time.Millisecond) // its polls still wait
 			send(t, b, names.Live[0], msg{tenant: "acme"})
 			if err := <-stopped; err != nil {
@@ -355,18 +365,7 @@ func TestRestartThenSend(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			b, names := setup(t, kind)
-			idle := consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil })
-			old, err := consumer.New(consumer.Config{Backend: b, Names: names, Handler: idle, Logger: discard,
-				ReceiveWait: 3 * time.Second, VisibilityTimeout: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := old.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(1500 * time.Millisecond) // past the first short receives: its loops long-poll
-			stopped := make(chan error, 1)
-			go func() { stopped <- old.Stop(context.Background()) }()
+			stopped := stopWhilePolling(t, b, names)
 			h, seen := recorder(func(int, *consumer.Message) error { return nil })
 			start(t, consumer.Config{Backend: b, Names: names, Handler: h, VisibilityTimeout: time.Minute})
 			time.Sleep(200 * time.Millisecond) // the old worker's polls still wait
