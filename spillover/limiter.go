@@ -200,6 +200,7 @@ type Limiter struct {
 	told     bool            // the Semaphore tells of the slots given back (throttle.FreedNotifier)
 	jobs     durations
 	fresh    fresh
+	empty    empty // buckets known to have no token yet
 	labels   *labels
 	metrics  *metrics
 }
@@ -225,6 +226,7 @@ func New(cfg Config) (*Limiter, error) {
 		waves:    newHolds(),
 		jobs:     newDurations(cfg.NowFunc()),
 		fresh:    newFresh(cfg.NowFunc()),
+		empty:    newEmpty(cfg.NowFunc()),
 		labels:   newLabels(cfg.MaxTenantLabels),
 		metrics:  m,
 	}
@@ -289,10 +291,6 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 			l.cfg.Meter.MarkAt(freshKey(id), m.EnqueuedAt)
 		}
 	}
-	permit, v, err := l.acquire(ctx, label, id, lim, y, m)
-	if err != nil || v.Action != consumer.Dispatch {
-		return v, err
-	}
 	// Fresh work, and old work alone, is held for a token in the holds
 	// of fresh work. Old work while fresh work comes is held apart, and
 	// only in a wave: where fresh work needs half the tenant's slots or
@@ -304,6 +302,21 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		if y.wave(m, lim.Concurrency) {
 			hold = l.waves
 		}
+	}
+	// A bucket known to have no token refuses the message before it takes
+	// a slot (see empty).
+	now := l.cfg.NowFunc()
+	if y.on && !y.rate.Unlimited() {
+		if _, ok := l.empty.wait(backlogKey(id), now); ok {
+			return l.rate(ctx, label, id, backlogKey(id), y.rate, lim.ProcessRate, m, true, hold)
+		}
+	}
+	if _, ok := l.empty.wait(processKey(id), now); ok {
+		return l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, lim.ProcessRate, m, y.on, hold)
+	}
+	permit, v, err := l.acquire(ctx, label, id, lim, y, m)
+	if err != nil || v.Action != consumer.Dispatch {
+		return v, err
 	}
 	if y.on && !y.rate.Unlimited() {
 		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate, lim.ProcessRate, m, true, hold); err != nil || v.Action != consumer.Dispatch {
@@ -512,17 +525,23 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 // last 25 s). Paced at the tenant's rate, those that come back while
 // fresh work still comes and find no token are held or spilled again.
 func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, pace float64, m *consumer.Message, old bool, h *holds) (consumer.Verdict, error) {
-	d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
-	if err != nil {
-		return l.failed(label, id, err, m)
-	}
-	if d.Allowed >= 1 {
-		return consumer.Verdict{Action: consumer.Dispatch}, nil
+	now := l.cfg.NowFunc()
+	next, empty := l.empty.wait(key, now)
+	if !empty {
+		d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
+		if err != nil {
+			return l.failed(label, id, err, m)
+		}
+		if d.Allowed >= 1 {
+			return consumer.Verdict{Action: consumer.Dispatch}, nil
+		}
+		next = d.RetryAfter
+		l.empty.refused(key, now, next)
 	}
 	// Its turn here: the next token, then one more per message held
 	// here for one, in h (nil holds none) or the other holds.
 	n := l.holds.count(key) + l.waves.count(key)
-	wait := d.RetryAfter + time.Duration(float64(n)/lim.Rate*float64(time.Second))
+	wait := next + time.Duration(float64(n)/lim.Rate*float64(time.Second))
 	if h != nil {
 		if v, ok := l.holdForToken(h, label, key, n, wait, m); ok {
 			return v, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -573,6 +574,56 @@ func TestLimiterAges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// countingSemaphore counts the slots asked of its Semaphore.
+type countingSemaphore struct {
+	throttle.Semaphore
+	asks atomic.Int64
+}
+
+func (s *countingSemaphore) TryAcquire(ctx context.Context, key string, limit int) (throttle.Permit, bool, error) {
+	s.asks.Add(1)
+	return s.Semaphore.TryAcquire(ctx, key, limit)
+}
+
+// TestLimiterEmptyBucketTakesNoSlot: once a tenant's bucket has refused a
+// token, messages that come before the next one is due are refused
+// without taking a concurrency slot (to give back at once); their turns
+// are as before. Once the token is due, a message asks again.
+func TestLimiterEmptyBucketTakesNoSlot(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	sem := &countingSemaphore{Semaphore: throttle.NewLocalSemaphore()}
+	l, err := spillover.New(spillover.Config{
+		Tenants:   registry(t, map[string]tenant.Limits{"acme": limits(10, 1, 5)}),
+		Semaphore: sem,
+		NowFunc:   c.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		advance time.Duration
+		want    verdict
+		asks    int64 // slots asked so far
+	}{
+		{0, dispatch, 1},
+		{0, spill("rate", 100*ms), 2}, // a slot taken, the token refused
+		{0, spill("rate", 200*ms), 2}, // refused without a slot
+		{50 * ms, spill("rate", 250*ms), 2},
+		{50 * ms, dispatch, 3}, // the token is due: asked again
+	}
+	for i, st := range steps {
+		c.Advance(st.advance)
+		got, _ := admit(t, l, "acme")
+		if got != st.want {
+			t.Errorf("message %d: %+v, want %+v", i+1, got, st.want)
+		}
+		if n := sem.asks.Load(); n != st.asks {
+			t.Errorf("message %d: %d slots asked in all, want %d", i+1, n, st.asks)
+		}
 	}
 }
 
