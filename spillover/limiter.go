@@ -291,28 +291,14 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 			l.cfg.Meter.MarkAt(freshKey(id), m.EnqueuedAt)
 		}
 	}
-	// Fresh work, and old work alone, is held for a token in the holds
-	// of fresh work. Old work while fresh work comes is held apart, and
-	// only in a wave: where fresh work needs half the tenant's slots or
-	// more, old work held for tokens took the worker's free slots its
-	// holds needed (a noisy tenant's rate fell from 40/s to 32/s).
-	hold := l.holds
-	if y.on {
-		hold = nil
-		if y.wave(m, lim.Concurrency) {
-			hold = l.waves
-		}
-	}
+	hold := l.tokenHolds(y, m, lim.Concurrency)
 	// A bucket known to have no token refuses the message before it takes
 	// a slot (see empty).
-	now := l.cfg.NowFunc()
-	if y.on && !y.rate.Unlimited() {
-		if _, ok := l.empty.wait(backlogKey(id), now); ok {
-			return l.rate(ctx, label, id, backlogKey(id), y.rate, lim.ProcessRate, m, true, hold)
+	if key, ok := l.knownEmpty(id, y); ok {
+		if key == backlogKey(id) {
+			return l.rate(ctx, label, id, key, y.rate, lim.ProcessRate, m, true, hold)
 		}
-	}
-	if _, ok := l.empty.wait(processKey(id), now); ok {
-		return l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, lim.ProcessRate, m, y.on, hold)
+		return l.rate(ctx, label, id, key, throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, lim.ProcessRate, m, y.on, hold)
 	}
 	permit, v, err := l.acquire(ctx, label, id, lim, y, m)
 	if err != nil || v.Action != consumer.Dispatch {
@@ -342,6 +328,38 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		took := end.Sub(start)
 		l.jobs.observe(id, took, end)
 	}}, nil
+}
+
+// tokenHolds returns the holds a message refused a token waits in, nil
+// for none. Fresh work, and old work alone, is held in the holds of fresh
+// work. Old work while fresh work comes is held apart, and only in a wave:
+// where fresh work needs half the tenant's slots or more, old work held
+// for tokens took the worker's free slots its holds needed (a noisy
+// tenant's rate fell from 40/s to 32/s).
+func (l *Limiter) tokenHolds(y yielding, m *consumer.Message, concurrency int) *holds {
+	switch {
+	case !y.on:
+		return l.holds
+	case y.wave(m, concurrency):
+		return l.waves
+	}
+	return nil
+}
+
+// knownEmpty returns the key of the bucket of tenant id that a message
+// would be refused a token of, in the order they are asked, when its last
+// refusal said it has none yet.
+func (l *Limiter) knownEmpty(id string, y yielding) (string, bool) {
+	now := l.cfg.NowFunc()
+	if y.on && !y.rate.Unlimited() {
+		if _, ok := l.empty.wait(backlogKey(id), now); ok {
+			return backlogKey(id), true
+		}
+	}
+	if _, ok := l.empty.wait(processKey(id), now); ok {
+		return processKey(id), true
+	}
+	return "", false
 }
 
 // slots are the concurrency permits a dispatched message holds: its
