@@ -532,7 +532,8 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 // of the rate, behind the messages spilled before it, so that spilled
 // messages come back at the rate rather than all at the next token. old
 // is old work while fresh work comes, which takes its turns in a line of
-// its own.
+// its own. A bucket whose last refusal said it has no token yet is not
+// asked again before then (empty).
 //
 // The turns come pace a second: the tenant's process_rate, also for old
 // work refused by its own bucket (lim, what fresh work leaves it). Old
@@ -544,8 +545,8 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 // fresh work still comes and find no token are held or spilled again.
 func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, pace float64, m *consumer.Message, old bool, h *holds) (consumer.Verdict, error) {
 	now := l.cfg.NowFunc()
-	next, empty := l.empty.wait(key, now)
-	if !empty {
+	next, known := l.empty.wait(key, now)
+	if !known {
 		d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
 		if err != nil {
 			return l.failed(label, id, err, m)
