@@ -292,28 +292,25 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		}
 	}
 	hold := l.tokenHolds(y, m, lim.Concurrency)
+	buckets, n := rateBuckets(id, y, lim)
+	bs := buckets[:n]
 	// A bucket known to have no token refuses the message before it takes
 	// a slot (see empty).
-	if key, ok := l.knownEmpty(id, y); ok {
-		if key == backlogKey(id) {
-			return l.rate(ctx, label, id, key, y.rate, lim.ProcessRate, m, true, hold)
+	now := l.cfg.NowFunc()
+	for _, b := range bs {
+		if _, ok := l.empty.wait(b.key, now); ok {
+			return l.rate(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, hold)
 		}
-		return l.rate(ctx, label, id, key, throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, lim.ProcessRate, m, y.on, hold)
 	}
 	permit, v, err := l.acquire(ctx, label, id, lim, y, m)
 	if err != nil || v.Action != consumer.Dispatch {
 		return v, err
 	}
-	if y.on && !y.rate.Unlimited() {
-		if v, err := l.rate(ctx, label, id, backlogKey(id), y.rate, lim.ProcessRate, m, true, hold); err != nil || v.Action != consumer.Dispatch {
+	for _, b := range bs {
+		if v, err := l.rate(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, hold); err != nil || v.Action != consumer.Dispatch {
 			l.release(permit, id)
 			return v, err
 		}
-	}
-	v, err = l.rate(ctx, label, id, processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, lim.ProcessRate, m, y.on, hold)
-	if err != nil || v.Action != consumer.Dispatch {
-		l.release(permit, id)
-		return v, err
 	}
 
 	start := l.cfg.NowFunc()
@@ -346,20 +343,26 @@ func (l *Limiter) tokenHolds(y yielding, m *consumer.Message, concurrency int) *
 	return nil
 }
 
-// knownEmpty returns the key of the bucket of tenant id that a message
-// would be refused a token of, in the order they are asked, when its last
-// refusal said it has none yet.
-func (l *Limiter) knownEmpty(id string, y yielding) (string, bool) {
-	now := l.cfg.NowFunc()
+// rateBucket is a bucket a message takes a token of: its key, its limit,
+// and whether it is old work's own (its turns in old work's line).
+type rateBucket struct {
+	key string
+	lim throttle.Limit
+	old bool
+}
+
+// rateBuckets returns the buckets a message of tenant id takes a token of,
+// in the order they are asked: while fresh work comes, old work's own
+// (what fresh work leaves it), then the tenant's.
+// An array rather than a slice: Admit asks for them at every message, and
+// a slice of them escaped to the heap.
+func rateBuckets(id string, y yielding, lim tenant.Resolved) (bs [2]rateBucket, n int) {
 	if y.on && !y.rate.Unlimited() {
-		if _, ok := l.empty.wait(backlogKey(id), now); ok {
-			return backlogKey(id), true
-		}
+		bs[n] = rateBucket{backlogKey(id), y.rate, true}
+		n++
 	}
-	if _, ok := l.empty.wait(processKey(id), now); ok {
-		return processKey(id), true
-	}
-	return "", false
+	bs[n] = rateBucket{processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, y.on}
+	return bs, n + 1
 }
 
 // slots are the concurrency permits a dispatched message holds: its
