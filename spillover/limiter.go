@@ -298,8 +298,8 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	// a slot (see empty).
 	now := l.cfg.NowFunc()
 	for _, b := range bs {
-		if _, ok := l.empty.wait(b.key, now); ok {
-			return l.rate(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, hold)
+		if next, ok := l.empty.wait(b.key, now); ok {
+			return l.noToken(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, hold, next), nil
 		}
 	}
 	permit, v, err := l.acquire(ctx, label, id, lim, y, m)
@@ -560,13 +560,21 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 		next = d.RetryAfter
 		l.empty.refused(key, now, next)
 	}
+	return l.noToken(ctx, label, id, key, lim, pace, m, old, h, next), nil
+}
+
+// noToken refuses a message of tenant id that key's bucket has no token
+// for, the next due after next (see rate): never a Dispatch, so that a
+// message refused before it took a concurrency slot (Admit) cannot run
+// without one, however long the bucket was thought empty.
+func (l *Limiter) noToken(ctx context.Context, label, id, key string, lim throttle.Limit, pace float64, m *consumer.Message, old bool, h *holds, next time.Duration) consumer.Verdict {
 	// Its turn here: the next token, then one more per message held
 	// here for one, in h (nil holds none) or the other holds.
 	n := l.holds.count(key) + l.waves.count(key)
 	wait := next + time.Duration(float64(n)/lim.Rate*float64(time.Second))
 	if h != nil {
 		if v, ok := l.holdForToken(h, label, key, n, wait, m); ok {
-			return v, nil
+			return v
 		}
 	}
 
@@ -578,7 +586,7 @@ func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.
 		// early instead, to be held for its token.
 		delay = delay.Truncate(time.Second)
 	}
-	return l.spill(label, id, ReasonRate, delay, m), nil
+	return l.spill(label, id, ReasonRate, delay, m)
 }
 
 // release gives the concurrency slots of tenant back and, unless the

@@ -20,8 +20,9 @@ import (
 )
 
 type clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu   sync.Mutex
+	now  time.Time
+	tick time.Duration // how far each reading moves the clock on
 }
 
 func newClock() *clock { return &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
@@ -29,7 +30,18 @@ func newClock() *clock { return &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, ti
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.now
+	now := c.now
+	c.now = c.now.Add(c.tick)
+	return now
+}
+
+// ticking makes each reading of the clock move it on by d: time passes
+// between any two readings, as it does while a goroutine waits for a
+// core.
+func (c *clock) ticking(d time.Duration) {
+	c.mu.Lock()
+	c.tick = d
+	c.mu.Unlock()
 }
 
 func (c *clock) Advance(d time.Duration) {
@@ -623,6 +635,40 @@ func TestLimiterEmptyBucketTakesNoSlot(t *testing.T) {
 		}
 		if n := sem.asks.Load(); n != st.asks {
 			t.Errorf("message %d: %d slots asked in all, want %d", i+1, n, st.asks)
+		}
+	}
+}
+
+// TestLimiterDispatchesOnlyWithASlot: a message that comes as its
+// tenant's bucket, known to have no token, gets its next one is either
+// refused or dispatched with a concurrency slot, never dispatched without
+// one (found by the fleet experiment: 11 of a tenant's pushes at once at
+// the application, with concurrency 10). The clock moves on at every
+// reading, so that the token comes due between any two readings of
+// Admit in one of the cases.
+func TestLimiterDispatchesOnlyWithASlot(t *testing.T) {
+	t.Parallel()
+	for early := range 16 {
+		c := newClock()
+		l, err := spillover.New(spillover.Config{
+			Tenants: registry(t, map[string]tenant.Limits{"acme": limits(10, 1, 2)}),
+			NowFunc: c.Now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := admit(t, l, "acme"); v != dispatch { // its slot kept
+			t.Fatalf("first message: %+v, want dispatch", v)
+		}
+		if v, _ := admit(t, l, "acme"); v != spill("rate", 100*ms) { // the bucket known empty for 100 ms
+			t.Fatalf("second message: %+v, want a spill for its rate", v)
+		}
+		c.Advance(100*ms - time.Duration(early)*time.Microsecond)
+		c.ticking(time.Microsecond)
+		// admit fails the test for a dispatch without a slot to give back.
+		v, done := admit(t, l, "acme")
+		if v.Action == consumer.Dispatch {
+			done()
 		}
 	}
 }
