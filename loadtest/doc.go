@@ -4,7 +4,8 @@
 // which runs the real binary and accounts for every message; its charts in
 // figures/), the chaos suite (chaos/, on the same library: faults injected
 // into the real processes, every accepted message accounted for), the
-// cost of gateway.send_window on the SQS emulator (sendwindow/, on the
+// fleet mode's clients and application as processes of their own
+// (clients/, app/), the cost of gateway.send_window on the SQS emulator (sendwindow/, on the
 // same library), a wrk
 // script (wrk/), an open-loop generator (rate/), the bare net/http server
 // the gateway is measured against (baseline/), and the scripts that report

@@ -25,9 +25,12 @@ type options struct {
 	out        string
 	short      bool
 	noBaseline bool
-	figures    string
-	render     bool
-	command    string
+	// inHarness keeps a fleet run's application and clients in the
+	// harness's process, as the other modes have them.
+	inHarness bool
+	figures   string
+	render    bool
+	command   string
 }
 
 // errUnbalanced is returned when a run's accounting does not balance.
@@ -80,10 +83,19 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		scenarios = append(scenarios, sc)
 	}
 	bin := filepath.Join(out, "bin", "fairq")
+	app, clients := "", ""
 	if !o.render {
 		log.Info("building fairq")
 		if bin, err = harness.Build(ctx, root, filepath.Join(out, "bin"), false); err != nil {
 			return err
+		}
+		if fleet && !o.inHarness {
+			if app, err = harness.BuildApp(ctx, root, filepath.Join(out, "bin")); err != nil {
+				return err
+			}
+			if clients, err = harness.BuildClients(ctx, root, filepath.Join(out, "bin")); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -208,7 +220,7 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 				} else {
 					res, err = harness.Run(ctx, harness.Options{
 						Scenario: sc, Mode: harness.ModeFleet, Baseline: baseline, Backend: "sqs", Services: services,
-						Binary: bin, Dir: dir, Logger: log.With("redis", topo),
+						Binary: bin, App: app, Clients: clients, Dir: dir, Logger: log.With("redis", topo),
 					})
 					if err != nil {
 						return fmt.Errorf("%s, %s: %w", sc.Name, filepath.Base(dir), err)

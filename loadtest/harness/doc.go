@@ -62,6 +62,19 @@
 //
 //	go run ./loadtest/fairness -scenario noisy,outage -modes fleet -redis single,cluster
 //
+// The harness times a fleet run, but neither sends its load nor answers
+// its pushes in its own process (Options.Clients, Options.App): the
+// clients process (command loadtest/clients, OfferLoad) offers the load
+// at ClientsNice, so that, on a machine the fleet shares with its load,
+// sending 500 requests a second gives way to fairq's processes when both
+// want a core, as clients on machines of their own would not compete at
+// all; and the workers push to an application process (command
+// loadtest/app, ServeApp), the sink in a process of its own, which tells
+// the harness of each push as a line of JSON, so that a push is not
+// answered late by a process busy sending the load. Latency is measured
+// from the gateway's acceptance to the push's arrival: neither process is
+// in it, but each shared the cores with it.
+//
 // A fleet's outage stops its four workers at once: each lets its receives
 // under way finish, up to a long poll's 20 s, so stopping takes about that.
 //

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -49,14 +48,10 @@ func TestFleetConfigYAML(t *testing.T) {
 }
 
 func TestSinkCountsInFlightPerTenant(t *testing.T) {
-	s, err := newSink([]Tenant{{ID: "acme", Work: 300 * time.Millisecond}, {ID: "globex", Work: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(context.WithoutCancel(t.Context()))
+	eachApplication(t, []Tenant{{ID: "acme", Work: 300 * time.Millisecond}, {ID: "globex", Work: time.Millisecond}}, testSinkCountsInFlight)
+}
+
+func testSinkCountsInFlight(t *testing.T, s application) {
 	push := func(tenant string) {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url(), strings.NewReader(`{}`))
 		req.Header.Set(headerTenant, tenant)
@@ -78,6 +73,9 @@ func TestSinkCountsInFlightPerTenant(t *testing.T) {
 	}
 	wg.Wait()
 	push("acme") // alone: the peak stays
+	if err := s.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]int64{"acme": 3, "globex": 1}
 	if diff := cmp.Diff(want, s.maxInFlight()); diff != "" {
 		t.Errorf("most in flight at once (-want +got):\n%s", diff)

@@ -18,6 +18,9 @@ import (
 // gateway cannot make the harness itself the bottleneck unnoticed.
 const maxInFlight = 2048
 
+// requestTimeout bounds each enqueue request of the generator.
+const requestTimeout = 15 * time.Second
+
 // Send is one enqueue request of the load.
 type Send struct {
 	// Seq is the message's number in the run, sent as attribute lt-seq.
@@ -119,7 +122,7 @@ func newGenerator(baseURL string, keys map[string]string, tenants []Tenant) *gen
 		keys:    keys,
 		tenants: tenants,
 		client: &http.Client{
-			Timeout:   15 * time.Second,
+			Timeout:   requestTimeout,
 			Transport: &http.Transport{MaxIdleConns: maxInFlight, MaxIdleConnsPerHost: maxInFlight, IdleConnTimeout: 30 * time.Second},
 		},
 		sem: make(chan struct{}, maxInFlight),

@@ -26,6 +26,15 @@ type Options struct {
 	Services Services
 	// Binary is the fairq binary; Build makes one.
 	Binary string
+	// App, when set, is the application process (BuildApp makes one):
+	// the sink then runs in a process of its own instead of the
+	// harness's, so that a push does not wait to be answered in the
+	// process that sends the load.
+	App string
+	// Clients, when set, is the clients process (BuildApp makes one):
+	// the load is then sent from a process of its own, at ClientsNice,
+	// instead of the harness's.
+	Clients string
 	// Dir receives the run's configuration, the processes' logs and its
 	// records (messages.csv, result.json).
 	Dir string
@@ -94,11 +103,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	log := o.Logger.With("scenario", sc.Name, "mode", o.Mode, "baseline", o.Baseline)
 
-	snk, err := newSink(sc.Tenants)
+	snk, err := startApplication(ctx, o.App, o.Dir, sc.Tenants)
 	if err != nil {
-		return nil, err
-	}
-	if err := snk.Start(ctx); err != nil {
 		return nil, err
 	}
 	defer snk.Stop(context.WithoutCancel(ctx))
@@ -117,12 +123,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer sys.stop(context.WithoutCancel(ctx))
 
 	res := &Result{Scenario: sc, Mode: o.Mode, Backend: o.Backend, Baseline: o.Baseline}
-	gen := newGenerator(sys.baseURL(), cfg.creds.keys, sc.Tenants)
+	urls := []string{sys.baseURL()}
 	if o.Mode == ModeFleet {
 		res.Redis, res.Gateways = o.Services.topology(), FleetGateways
-		gen.spread(sys.gatewayURLs())
+		urls = sys.gatewayURLs()
 	}
-	res.Start = time.Now().Add(100 * time.Millisecond)
+	lead := 100 * time.Millisecond
+	if o.Clients != "" {
+		lead = clientsLead
+	}
+	res.Start = time.Now().Add(lead)
 	log.Info("load", "duration", sc.Duration, "tenants", len(sc.Tenants))
 
 	res.LoadAvg[0] = loadAvg()
@@ -139,10 +149,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer endSampling()
 	outageErr := make(chan error, 1)
 	go func() { outageErr <- runOutage(ctx, sys, res, log) }()
-	gen.run(ctx, res.Start, sc.Duration)
-	res.Sends, res.Skipped = gen.results()
+	load := ClientsConfig{URLs: urls, Keys: cfg.creds.keys, Tenants: sc.Tenants, Start: res.Start, Duration: sc.Duration}
+	res.Sends, res.Skipped, err = offer(ctx, o.Clients, o.Dir, load)
 	res.LoadAvg[1] = loadAvg()
-	if err := <-outageErr; err != nil {
+	if err := errors.Join(err, <-outageErr); err != nil {
 		return nil, err
 	}
 	if err := sys.check(); err != nil {
@@ -158,7 +168,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := deadLetters(ctx, sys, snk, sc.Drain, res, log); err != nil {
 		return nil, err
 	}
-	res.Deliveries = snk.snapshot()
 	endSampling()
 	if err := sys.saveMetrics(ctx); err != nil {
 		log.Warn("metrics not saved", "err", err)
@@ -166,6 +175,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := sys.stop(ctx); err != nil {
 		return nil, fmt.Errorf("stop fairq: %w", err)
 	}
+	// Stopped, the application has told of every push.
+	if err := snk.Stop(ctx); err != nil {
+		return nil, fmt.Errorf("stop the application: %w", err)
+	}
+	res.Deliveries = snk.snapshot()
 	res.analyse()
 	if o.Mode.limited() {
 		res.LimitsSeen = res.limitsSeen(snk.maxInFlight())
@@ -179,6 +193,34 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	log.Info("run done", "accepted", res.Accounting.Accepted, "processed", res.Accounting.Processed,
 		"dead_lettered", res.Accounting.DeadLettered, "lost", res.Accounting.Lost, "duplicates", res.Accounting.Duplicates)
 	return res, nil
+}
+
+// clientsLead is how long before its load a clients process is started:
+// time to start and read its configuration.
+const clientsLead = time.Second
+
+// offer offers the load of cfg from the clients process bin, or from the
+// harness's own process when bin is empty, and returns every send and the
+// number skipped.
+func offer(ctx context.Context, bin, dir string, cfg ClientsConfig) ([]Send, int64, error) {
+	if bin != "" {
+		return offerFromProcess(ctx, bin, dir, cfg)
+	}
+	sends, skipped := generate(ctx, cfg)
+	return sends, skipped, nil
+}
+
+// startApplication starts the application behind the workers: the
+// application process bin, or the harness's own sink when bin is empty.
+func startApplication(ctx context.Context, bin, dir string, tenants []Tenant) (application, error) {
+	if bin != "" {
+		return startApp(ctx, bin, dir, tenants)
+	}
+	s, err := newSink(tenants)
+	if err != nil {
+		return nil, err
+	}
+	return s, s.Start(ctx)
 }
 
 // sampleDepths reads the queues' depths every second until ctx ends. A
@@ -245,7 +287,7 @@ func runOutage(ctx context.Context, sys *system, res *Result, log *slog.Logger) 
 // too, with dlq) and the sink answers none, read twice in a row, or until
 // limit. It returns whether they drained and, if not, how many messages
 // were left.
-func waitDrained(ctx context.Context, sys *system, snk *sink, limit time.Duration, dlq bool) (bool, int, error) {
+func waitDrained(ctx context.Context, sys *system, snk application, limit time.Duration, dlq bool) (bool, int, error) {
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	tick := time.NewTicker(pollEvery)
@@ -286,7 +328,7 @@ func waitDrained(ctx context.Context, sys *system, snk *sink, limit time.Duratio
 // deadLetters counts the dead-letter queue, then, if it holds any,
 // redrives it with the sink answering 200 to everything: each message the
 // sink then receives is a dead letter, named by its number.
-func deadLetters(ctx context.Context, sys *system, snk *sink, limit time.Duration, res *Result, log *slog.Logger) error {
+func deadLetters(ctx context.Context, sys *system, snk application, limit time.Duration, res *Result, log *slog.Logger) error {
 	qs, err := sys.queues(ctx)
 	if err != nil {
 		return err
@@ -300,7 +342,9 @@ func deadLetters(ctx context.Context, sys *system, snk *sink, limit time.Duratio
 		return nil
 	}
 	log.Info("redriving the dead letters to name them", "dlq", res.DLQDepth)
-	snk.fix()
+	if err := snk.fix(ctx); err != nil {
+		return err
+	}
 	if res.Redriven, err = sys.redrive(ctx); err != nil {
 		return err
 	}
@@ -356,10 +400,28 @@ func ModuleRoot(ctx context.Context) (string, error) {
 // Build builds the fairq binary into dir and returns its path; race builds
 // it with the race detector.
 func Build(ctx context.Context, root, dir string, race bool) (string, error) {
+	return buildCommand(ctx, root, dir, "./cmd/fairq", race)
+}
+
+// BuildApp builds the application process (./loadtest/app) into dir and
+// returns its path.
+func BuildApp(ctx context.Context, root, dir string) (string, error) {
+	return buildCommand(ctx, root, dir, "./loadtest/app", false)
+}
+
+// BuildClients builds the clients process (./loadtest/clients) into dir
+// and returns its path.
+func BuildClients(ctx context.Context, root, dir string) (string, error) {
+	return buildCommand(ctx, root, dir, "./loadtest/clients", false)
+}
+
+// buildCommand builds the command pkg of the module at root into dir,
+// named as its directory, and returns its path.
+func buildCommand(ctx context.Context, root, dir, pkg string, race bool) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	bin, err := filepath.Abs(filepath.Join(dir, "fairq"))
+	bin, err := filepath.Abs(filepath.Join(dir, filepath.Base(pkg)))
 	if err != nil {
 		return "", err
 	}
@@ -367,10 +429,10 @@ func Build(ctx context.Context, root, dir string, race bool) (string, error) {
 	if race {
 		args = append(args, "-race")
 	}
-	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/fairq")...)
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/fairq: %w: %s", err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("go build %s: %w: %s", pkg, err, strings.TrimSpace(string(out)))
 	}
 	return bin, nil
 }

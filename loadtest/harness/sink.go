@@ -76,24 +76,21 @@ const (
 	sinkHanging
 )
 
-// sink is the application behind the workers: it records every push and
-// answers as the scenario says, after the tenant's processing time, with
-// 500 for poison messages until the dead letters are redriven at the end.
+// sink is the application behind the workers: it answers every push as
+// the scenario says, after the tenant's processing time, with 500 for
+// poison messages until the dead letters are redriven at the end, and
+// tells its pushLog of each push. In the harness's own process (newSink)
+// the log is a recorder; as a process of its own (ServeApp) it is a stream
+// of events that an appProcess in the harness turns back into a recorder.
 type sink struct {
 	work      map[string]time.Duration // tenant → processing time
 	fixed     atomic.Bool              // poison is answered 200 from now on, and deliveries are marked Redriven
 	behaviour atomic.Int32             // a sinkBehaviour
-	inflight  atomic.Int64
-	// tenants count each tenant's pushes in progress here, whichever
-	// worker sent them, and the most at once: a fleet-wide concurrency
-	// limit is checked where it matters, at the application.
-	tenants  map[string]*inFlight
-	quit     chan struct{} // closed by Stop: hanging pushes end
-	quitOnce sync.Once
-
-	mu         sync.Mutex
-	deliveries []Delivery
-	recorded   chan struct{} // closed and replaced at each delivery recorded
+	log       pushLog
+	*recorder               // the log, when it is one; nil in an app process
+	quit      chan struct{} // closed by Stop: hanging pushes end
+	stopOnce  sync.Once
+	stopErr   error
 
 	ln   net.Listener
 	srv  *http.Server
@@ -102,18 +99,79 @@ type sink struct {
 
 var _ http.Handler = (*sink)(nil)
 
-// newSink listens on a free loopback port.
+// pushLog is told of each push: begin when it arrives, before anything
+// else; end with what happened, once the answer is decided and before
+// net/http sends it, so that the worker cannot have its answer, and free
+// the tenant's slot for another push, while this one still counts.
+type pushLog interface {
+	begin(tenant string)
+	end(d Delivery)
+}
+
+// recorder keeps the pushes told to it: every delivery, the pushes in
+// progress, and each tenant's most at once (a fleet-wide concurrency limit
+// is checked where it matters, at the application).
+type recorder struct {
+	inflight atomic.Int64
+	// tenants count each tenant's pushes in progress, whichever worker
+	// sent them, and the most at once.
+	tenants map[string]*inFlight
+
+	mu         sync.Mutex
+	deliveries []Delivery
+	recorded   chan struct{} // closed and replaced at each delivery recorded
+}
+
+func newRecorder(tenants []Tenant) *recorder {
+	r := &recorder{recorded: make(chan struct{}), tenants: make(map[string]*inFlight, len(tenants))}
+	for _, t := range tenants {
+		r.tenants[t.ID] = &inFlight{}
+	}
+	return r
+}
+
+func (r *recorder) begin(tenant string) {
+	r.inflight.Add(1)
+	if c := r.tenants[tenant]; c != nil {
+		c.enter()
+	}
+}
+
+func (r *recorder) end(d Delivery) {
+	r.mu.Lock()
+	r.deliveries = append(r.deliveries, d)
+	close(r.recorded)
+	r.recorded = make(chan struct{})
+	r.mu.Unlock()
+	if c := r.tenants[d.Tenant]; c != nil {
+		c.leave()
+	}
+	r.inflight.Add(-1)
+}
+
+// newSink listens on a free loopback port; its log is a recorder.
 func newSink(tenants []Tenant) (*sink, error) {
+	work := make(map[string]time.Duration, len(tenants))
+	for _, t := range tenants {
+		work[t.ID] = t.Work
+	}
+	rec := newRecorder(tenants)
+	s, err := listenSink(work, rec)
+	if err != nil {
+		return nil, err
+	}
+	s.recorder = rec
+	return s, nil
+}
+
+// listenSink listens on a free loopback port for a sink of the processing
+// times in work, telling log of each push.
+func listenSink(work map[string]time.Duration, log pushLog) (*sink, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
-	s := &sink{work: make(map[string]time.Duration, len(tenants)), ln: ln, done: make(chan error, 1), quit: make(chan struct{}),
-		recorded: make(chan struct{}), tenants: make(map[string]*inFlight, len(tenants))}
-	for _, t := range tenants {
-		s.work[t.ID] = t.Work
-		s.tenants[t.ID] = &inFlight{}
-	}
+	s := &sink{work: work, log: log, ln: ln, done: make(chan error, 1), quit: make(chan struct{})}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -128,31 +186,36 @@ func (s *sink) Start(context.Context) error {
 }
 
 // Stop stops serving, waiting for running pushes until ctx ends; hanging
-// pushes end at once.
+// pushes end at once. It is safe to call more than once.
 func (s *sink) Stop(ctx context.Context) error {
-	s.quitOnce.Do(func() { close(s.quit) })
-	err := s.srv.Shutdown(ctx)
-	if serveErr := <-s.done; !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, serveErr)
-	}
-	return err
+	s.stopOnce.Do(func() {
+		close(s.quit)
+		s.stopErr = s.srv.Shutdown(ctx)
+		if serveErr := <-s.done; !errors.Is(serveErr, http.ErrServerClosed) {
+			s.stopErr = errors.Join(s.stopErr, serveErr)
+		}
+	})
+	return s.stopErr
 }
 
 // fix makes the sink answer 200 to every push from now on and mark each
 // as redriven.
-func (s *sink) fix() { s.fixed.Store(true) }
+func (s *sink) fix(context.Context) error {
+	s.fixed.Store(true)
+	return nil
+}
 
 // behave makes the sink answer every push as b from now on.
 func (s *sink) behave(b sinkBehaviour) { s.behaviour.Store(int32(b)) }
 
 // busy returns the number of pushes being answered.
-func (s *sink) busy() int64 { return s.inflight.Load() }
+func (r *recorder) busy() int64 { return r.inflight.Load() }
 
 // maxInFlight returns, for each tenant, the most of its pushes the sink
 // has been answering at once.
-func (s *sink) maxInFlight() map[string]int64 {
-	m := make(map[string]int64, len(s.tenants))
-	for id, c := range s.tenants {
+func (r *recorder) maxInFlight() map[string]int64 {
+	m := make(map[string]int64, len(r.tenants))
+	for id, c := range r.tenants {
 		m[id] = c.peak.Load()
 	}
 	return m
@@ -174,24 +237,16 @@ func (c *inFlight) enter() {
 func (c *inFlight) leave() { c.now.Add(-1) }
 
 // snapshot returns a copy of the deliveries recorded so far.
-func (s *sink) snapshot() []Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Delivery(nil), s.deliveries...)
+func (r *recorder) snapshot() []Delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Delivery(nil), r.deliveries...)
 }
 
 func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.inflight.Add(1)
-	defer s.inflight.Add(-1)
 	d := Delivery{Start: time.Now(), Seq: -1, Tenant: r.Header.Get(headerTenant), MsgID: r.Header.Get(headerMsgid),
 		FirstReceivedAt: r.Header.Get(headerFirstRecv)}
-	// Counted out only once the answer is decided, before net/http sends
-	// it: the worker cannot have its answer, and free the tenant's slot
-	// for another push, while this one still counts.
-	if c := s.tenants[d.Tenant]; c != nil {
-		c.enter()
-		defer c.leave()
-	}
+	s.log.begin(d.Tenant)
 	io.Copy(io.Discard, r.Body)
 	if v, err := strconv.ParseInt(r.Header.Get(headerAttr+AttrSeq), 10, 64); err == nil {
 		d.Seq = v
@@ -228,29 +283,25 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.End = time.Now()
-	s.mu.Lock()
-	s.deliveries = append(s.deliveries, d)
-	close(s.recorded)
-	s.recorded = make(chan struct{})
-	s.mu.Unlock()
+	s.log.end(d)
 }
 
 // waitDelivery waits at most limit for the first delivery of message seq
 // to be recorded, and returns it; ok is false if none came.
-func (s *sink) waitDelivery(ctx context.Context, seq int64, limit time.Duration) (d Delivery, ok bool, err error) {
+func (r *recorder) waitDelivery(ctx context.Context, seq int64, limit time.Duration) (d Delivery, ok bool, err error) {
 	t := time.NewTimer(limit)
 	defer t.Stop()
 	for seen := 0; ; {
-		s.mu.Lock()
-		for _, d := range s.deliveries[seen:] {
+		r.mu.Lock()
+		for _, d := range r.deliveries[seen:] {
 			if d.Seq == seq {
-				s.mu.Unlock()
+				r.mu.Unlock()
 				return d, true, nil
 			}
 		}
-		seen = len(s.deliveries)
-		recorded := s.recorded
-		s.mu.Unlock()
+		seen = len(r.deliveries)
+		recorded := r.recorded
+		r.mu.Unlock()
 		select {
 		case <-recorded:
 		case <-t.C:

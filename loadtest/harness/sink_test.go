@@ -12,15 +12,44 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
+// eachApplication runs test on each kind of application behind the
+// workers, started for the tenants: the harness's own sink, and the sink
+// in an application process of its own.
+func eachApplication(t *testing.T, tenants []Tenant, test func(t *testing.T, a application)) {
+	t.Run("sink", func(t *testing.T) {
+		s, err := newSink(tenants)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Stop(context.WithoutCancel(t.Context()))
+		test(t, s)
+	})
+	t.Run("process", func(t *testing.T) {
+		root, err := ModuleRoot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin, err := BuildApp(t.Context(), root, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := startApp(t.Context(), bin, t.TempDir(), tenants)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Stop(context.WithoutCancel(t.Context()))
+		test(t, a)
+	})
+}
+
 func TestSink(t *testing.T) {
-	s, err := newSink([]Tenant{{ID: "acme", Work: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(t.Context())
+	eachApplication(t, []Tenant{{ID: "acme", Work: time.Millisecond}}, testSink)
+}
+
+func testSink(t *testing.T, s application) {
 	enq := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 	push := func(seq, kind string) int {
 		t.Helper()
@@ -54,11 +83,17 @@ func TestSink(t *testing.T) {
 	}
 	for _, st := range steps {
 		if st.fix {
-			s.fix()
+			if err := s.fix(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if got := push(st.seq, st.kind); got != st.wantStatus {
 			t.Errorf("%s: status %d, want %d", st.name, got, st.wantStatus)
 		}
+	}
+	// Stopped, an application has told of every push.
+	if err := s.Stop(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 	const first = "2026-01-02T03:04:06Z"
 	want := []Delivery{

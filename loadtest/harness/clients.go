@@ -1,0 +1,145 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// ClientsConfig is the load a clients process offers (OfferLoad): each
+// tenant's messages at its rate, open loop, from Start for Duration, to
+// the gateways' URLs in turn.
+type ClientsConfig struct {
+	// URLs are the gateways' base URLs.
+	URLs []string
+	// Keys are the tenants' API keys, by tenant id.
+	Keys    map[string]string
+	Tenants []Tenant
+	Start   time.Time
+	// Duration is how long the load lasts from Start.
+	Duration time.Duration
+}
+
+// clientsEnd is the last line of a clients process's record of sends:
+// without it, the record was cut short.
+type clientsEnd struct {
+	End     bool  `json:"end"`
+	Skipped int64 `json:"skipped"`
+}
+
+// OfferLoad offers the load of cfg, as the harness's generator does, then
+// writes every send to out, one JSON object a line, and a last line
+// {"end": true, "skipped": n}: n sends were skipped because too many
+// requests were open.
+// It is the work of a clients process (command loadtest/clients).
+func OfferLoad(ctx context.Context, cfg ClientsConfig, out io.Writer) error {
+	if len(cfg.URLs) == 0 {
+		return errors.New("clients: no gateway URL")
+	}
+	sends, skipped := generate(ctx, cfg)
+	w := bufio.NewWriter(out)
+	enc := json.NewEncoder(w)
+	for _, s := range sends {
+		if err := enc.Encode(s); err != nil {
+			return err
+		}
+	}
+	if err := enc.Encode(clientsEnd{End: true, Skipped: skipped}); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// generate offers cfg's load from this process and returns every send and
+// the number skipped.
+func generate(ctx context.Context, cfg ClientsConfig) ([]Send, int64) {
+	g := newGenerator(cfg.URLs[0], cfg.Keys, cfg.Tenants)
+	g.spread(cfg.URLs)
+	g.run(ctx, cfg.Start, cfg.Duration)
+	return g.results()
+}
+
+// ClientsNice is the niceness of a clients process: the load's senders
+// give way to fairq's processes when the two want the same core, as the
+// tenants' clients, on machines of their own, would not compete with
+// them at all.
+const ClientsNice = 10
+
+// clientsSlack is how long a clients process may take, beyond the load and
+// the generator's request timeout, to write its record and exit.
+const clientsSlack = 30 * time.Second
+
+// offerFromProcess offers cfg's load from a clients process bin, run at
+// ClientsNice with `nice`, its configuration, record and output in dir,
+// and returns its sends and the number skipped.
+func offerFromProcess(ctx context.Context, bin, dir string, cfg ClientsConfig) ([]Send, int64, error) {
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	cfgPath, recPath := filepath.Join(dir, "clients.json"), filepath.Join(dir, "sends.jsonl")
+	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
+		return nil, 0, err
+	}
+	p, err := startProcess("clients", dir, filepath.Join(dir, "clients.log"), nil, false, nil,
+		"nice", "-n", strconv.Itoa(ClientsNice), bin, "-config", cfgPath, "-out", recPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	limit := time.NewTimer(time.Until(cfg.Start.Add(cfg.Duration)) + requestTimeout + clientsSlack)
+	defer limit.Stop()
+	select {
+	case <-p.done:
+	case <-limit.C:
+		p.kill()
+		return nil, 0, fmt.Errorf("clients: not done %v after the load", requestTimeout+clientsSlack)
+	case <-ctx.Done():
+		p.kill()
+		return nil, 0, ctx.Err()
+	}
+	if p.err != nil {
+		return nil, 0, p.exitError()
+	}
+	return readSends(recPath)
+}
+
+// readSends reads a clients process's record of sends.
+func readSends(path string) ([]Send, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	var lines []json.RawMessage
+	dec := json.NewDecoder(bufio.NewReader(f))
+	for {
+		var line json.RawMessage
+		if err := dec.Decode(&line); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", path, err)
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return nil, 0, fmt.Errorf("%s: empty", path)
+	}
+	var end clientsEnd
+	if err := json.Unmarshal(lines[len(lines)-1], &end); err != nil || !end.End {
+		return nil, 0, fmt.Errorf("%s: cut short, no end line", path)
+	}
+	sends := make([]Send, len(lines)-1)
+	for i, l := range lines[:len(lines)-1] {
+		if err := json.Unmarshal(l, &sends[i]); err != nil {
+			return nil, 0, fmt.Errorf("%s: line %d: %w", path, i+1, err)
+		}
+	}
+	return sends, end.Skipped, nil
+}
