@@ -6,9 +6,9 @@
 //
 //	go run ./loadtest/clients -config clients.json -out sends.jsonl
 //
-// The fairness experiment's fleet mode runs it under `nice` (package
-// loadtest/harness, Options.Clients), so that sending the load does not
-// take the cores from the fleet it measures. It stops early on SIGINT or
+// The fairness experiment's fleet mode runs it under SCHED_IDLE (`chrt
+// --idle 0`; package loadtest/harness, Options.Clients), so that sending
+// the load takes no core from the fleet it measures. It stops early on SIGINT or
 // SIGTERM, still writing what it sent.
 package main
 

@@ -11,9 +11,9 @@
 // worker` processes on the fauxqs SQS emulator and one Redis, a single
 // redis-server (-redis single) or a 3-master Redis Cluster (-redis
 // cluster), both started here; the load goes to the gateways in turn. The
-// load is sent from a process of its own (loadtest/clients) at nice 10,
-// so that the senders give way to the fleet when both want a core, as
-// clients on machines of their own would; the workers push to an
+// load is sent from a process of its own (loadtest/clients) under
+// SCHED_IDLE, so that the senders take only the cores the fleet leaves
+// idle, as clients on machines of their own would; the workers push to an
 // application process of its own (loadtest/app), as a fleet's application
 // would be. -in-harness keeps both in the harness's process, as in the
 // other modes. Each fleet run is checked on its own: no tenant above its
@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.out, "out", "loadtest/out/fairness", "output directory (relative to the module root)")
 	fs.BoolVar(&o.short, "short", false, "run the short CI versions of the scenarios")
 	fs.BoolVar(&o.noBaseline, "no-baseline", false, "skip the baseline runs (only the quiet tenants)")
-	fs.BoolVar(&o.inHarness, "in-harness", false, "fleet mode: send the load and answer the pushes from the harness's own process, as the other modes do, not from a clients process (at nice 10) and an application process of their own")
+	fs.BoolVar(&o.inHarness, "in-harness", false, "fleet mode: send the load and answer the pushes from the harness's own process, as the other modes do, not from a clients process (under SCHED_IDLE) and an application process of their own")
 	fs.StringVar(&o.figures, "figures", "", "also copy the charts to this directory (relative to the module root)")
 	fs.BoolVar(&o.render, "render", false, "run nothing: write the report again from the records in -out")
 	if err := fs.Parse(args); err != nil {

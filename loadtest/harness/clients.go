@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 )
 
@@ -66,19 +65,19 @@ func generate(ctx context.Context, cfg ClientsConfig) ([]Send, int64) {
 	return g.results()
 }
 
-// ClientsNice is the niceness of a clients process: the load's senders
-// give way to fairq's processes when the two want the same core, as the
-// tenants' clients, on machines of their own, would not compete with
-// them at all.
-const ClientsNice = 10
+// The clients process runs under SCHED_IDLE (`chrt --idle 0`): it gets
+// only the cores that no other process wants, so that sending the load
+// takes no core from the fleet it measures, as clients on machines of
+// their own would not. It still sends on time while the machine has
+// cores to spare (Send.Late, Result.Late say whether it did).
 
 // clientsSlack is how long a clients process may take, beyond the load and
 // the generator's request timeout, to write its record and exit.
 const clientsSlack = 30 * time.Second
 
-// offerFromProcess offers cfg's load from a clients process bin, run at
-// ClientsNice with `nice`, its configuration, record and output in dir,
-// and returns its sends and the number skipped.
+// offerFromProcess offers cfg's load from a clients process bin, run
+// under SCHED_IDLE, its configuration, record and output in dir, and
+// returns its sends and the number skipped.
 func offerFromProcess(ctx context.Context, bin, dir string, cfg ClientsConfig) ([]Send, int64, error) {
 	data, err := json.Marshal(cfg)
 	if err != nil {
@@ -89,7 +88,7 @@ func offerFromProcess(ctx context.Context, bin, dir string, cfg ClientsConfig) (
 		return nil, 0, err
 	}
 	p, err := startProcess("clients", dir, filepath.Join(dir, "clients.log"), nil, false, nil,
-		"nice", "-n", strconv.Itoa(ClientsNice), bin, "-config", cfgPath, "-out", recPath)
+		"chrt", "--idle", "0", bin, "-config", cfgPath, "-out", recPath)
 	if err != nil {
 		return nil, 0, err
 	}

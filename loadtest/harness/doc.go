@@ -65,10 +65,10 @@
 // The harness times a fleet run, but neither sends its load nor answers
 // its pushes in its own process (Options.Clients, Options.App): the
 // clients process (command loadtest/clients, OfferLoad) offers the load
-// at ClientsNice, so that, on a machine the fleet shares with its load,
-// sending 500 requests a second gives way to fairq's processes when both
-// want a core, as clients on machines of their own would not compete at
-// all; and the workers push to an application process (command
+// under SCHED_IDLE, so that, on a machine the fleet shares with its load,
+// sending 500 requests a second takes only the cores fairq's processes
+// leave idle, as clients on machines of their own would not compete at
+// all (Result.Late shows whether the sends still left on time); and the workers push to an application process (command
 // loadtest/app, ServeApp), the sink in a process of its own, which tells
 // the harness of each push as a line of JSON, so that a push is not
 // answered late by a process busy sending the load. Latency is measured

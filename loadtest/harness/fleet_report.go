@@ -121,8 +121,8 @@ func WriteFleetReport(dir string, frs []*FleetResult, env Environment) ([]byte, 
 	fmt.Fprintf(&b, "# fairq fairness experiment: a fleet of %d gateways and %d workers\n\n", FleetGateways, FleetWorkers)
 	fmt.Fprintf(&b, "Run on %s with `%s`; %s, %s.\n\n", env.Date.UTC().Format("2006-01-02 15:04 MST"), env.Command, env.Version, env.Machine)
 	fmt.Fprintf(&b, "Every fairq process is separate: %d `fairq gateway` processes, the load sent to each in turn, and %d `fairq worker` processes "+
-		"pushing to one application (the harness's sink), on the fauxqs SQS emulator and one Redis, a single node or a %d-master Redis Cluster. "+
-		"The sink counts each tenant's pushes in progress across all the workers. A tenant is rate-bound in a second when at its start at least "+
+		"pushing to one application, on the fauxqs SQS emulator and one Redis, a single node or a %d-master Redis Cluster. "+
+		"The application counts each tenant's pushes in progress across all the workers. A tenant is rate-bound in a second when at its start at least "+
 		"process_rate of its accepted messages waited for their first push and at its end one still did; the first second of each such stretch "+
 		"(when process_burst may be spent), the warmup and the outage are left out.\n\n", FleetGateways, FleetWorkers, clusterMasters)
 	for _, fr := range frs {
@@ -139,6 +139,19 @@ const clusterMasters = 3
 
 // writeFleetRun writes one fleet run's section: its setup, its checks
 // (met or not met), and each tenant's figures.
+// wherePartsRan says where a run's load was sent from and its pushes
+// answered.
+func wherePartsRan(r *Result) string {
+	clients, app := "the harness's process", "the harness's process"
+	if r.ClientsProcess {
+		clients = "a clients process of its own under SCHED_IDLE (the cores the fleet leaves idle)"
+	}
+	if r.AppProcess {
+		app = "an application process of its own"
+	}
+	return "The load was sent from " + clients + "; the pushes were answered by " + app + "."
+}
+
 func writeFleetRun(w io.Writer, fr *FleetResult) {
 	r := fr.Run
 	sc := r.Scenario
@@ -147,7 +160,7 @@ func writeFleetRun(w io.Writer, fr *FleetResult) {
 		topo = fmt.Sprintf("a %d-master Redis Cluster", clusterMasters)
 	}
 	fmt.Fprintf(w, "### %s, %s\n\n", sc.Title, topo)
-	fmt.Fprintf(w, "%s\n\n", setupText(sc, r.Backend, r.Gateways))
+	fmt.Fprintf(w, "%s %s\n\n", setupText(sc, r.Backend, r.Gateways), wherePartsRan(r))
 	var split []string
 	for i, n := range r.GatewayAccepted {
 		split = append(split, fmt.Sprintf("gateway %d: %d", i+1, n))

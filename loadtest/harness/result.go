@@ -29,6 +29,11 @@ type Result struct {
 	// ModeFleet.
 	Redis    string `json:"redis,omitempty"`
 	Gateways int    `json:"gateways,omitempty"`
+	// AppProcess and ClientsProcess record that the application and the
+	// load ran in processes of their own (Options.App, Options.Clients),
+	// not in the harness's.
+	AppProcess     bool `json:"app_process,omitempty"`
+	ClientsProcess bool `json:"clients_process,omitempty"`
 	// GatewayAccepted counts the messages each gateway accepted, in the
 	// order of the generator's turns; empty outside ModeFleet.
 	GatewayAccepted []int `json:"gateway_accepted,omitempty"`

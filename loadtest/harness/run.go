@@ -31,9 +31,9 @@ type Options struct {
 	// harness's, so that a push does not wait to be answered in the
 	// process that sends the load.
 	App string
-	// Clients, when set, is the clients process (BuildApp makes one):
-	// the load is then sent from a process of its own, at ClientsNice,
-	// instead of the harness's.
+	// Clients, when set, is the clients process (BuildClients makes
+	// one): the load is then sent from a process of its own, under
+	// SCHED_IDLE, instead of the harness's.
 	Clients string
 	// Dir receives the run's configuration, the processes' logs and its
 	// records (messages.csv, result.json).
@@ -122,7 +122,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer sys.stop(context.WithoutCancel(ctx))
 
-	res := &Result{Scenario: sc, Mode: o.Mode, Backend: o.Backend, Baseline: o.Baseline}
+	res := &Result{Scenario: sc, Mode: o.Mode, Backend: o.Backend, Baseline: o.Baseline,
+		AppProcess: o.App != "", ClientsProcess: o.Clients != ""}
 	urls := []string{sys.baseURL()}
 	if o.Mode == ModeFleet {
 		res.Redis, res.Gateways = o.Services.topology(), FleetGateways
