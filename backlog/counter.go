@@ -142,19 +142,23 @@ func (c *Counter) Done(ctx context.Context, tenant string, n int64) error {
 // Get returns a tenant's count. From Redis, the answer may be MaxStale old
 // but includes this process's Adds since.
 func (c *Counter) Get(ctx context.Context, tenant string) (int64, error) {
-	return c.get(ctx, tenant, 0)
+	return c.get(ctx, tenant, 0, c.cfg.MaxStale)
 }
 
-// get is Get with the call to Redis, when the cache does not answer,
-// bounded by timeout (0: by ctx alone).
-func (c *Counter) get(ctx context.Context, tenant string, timeout time.Duration) (int64, error) {
+// FreshStale is how old a count read for a refusal at max_backlog may be
+// (Tracker.Fresh): a tenth of MaxStaleDefault.
+const FreshStale = 10 * time.Millisecond
+
+// get is Get with the call to Redis, when the cache holds no answer
+// younger than maxStale, bounded by timeout (0: by ctx alone).
+func (c *Counter) get(ctx context.Context, tenant string, timeout, maxStale time.Duration) (int64, error) {
 	now := c.cfg.Now()
 	_, mem := c.store.(*memStore)
 	if !mem && c.cfg.MaxStale > 0 {
 		c.mu.Lock()
 		e, ok := c.cache[tenant]
 		c.mu.Unlock()
-		if ok && now.Sub(e.at) < c.cfg.MaxStale {
+		if ok && now.Sub(e.at) < min(maxStale, c.cfg.MaxStale) {
 			return e.n, nil
 		}
 	}

@@ -196,6 +196,51 @@ func TestRedisCache(t *testing.T) {
 	}
 }
 
+// TestTrackerFresh: Fresh reads past the cache that Get answers from, at
+// most FreshStale old.
+func TestTrackerFresh(t *testing.T) {
+	t.Parallel()
+	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+	t.Cleanup(func() { client.Close() })
+	prefix := testenv.Prefix(t) + ":"
+	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	gw, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: clk.Now, MaxStale: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: clk.Now, MaxStale: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := backlog.NewTracker(backlog.TrackerConfig{Counter: gw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	read := func(f func(context.Context, string) (int64, bool, error)) int64 {
+		t.Helper()
+		n, known, err := f(ctx, "a")
+		if err != nil || !known {
+			t.Fatalf("%d, known %t, %v", n, known, err)
+		}
+		return n
+	}
+	read(tr.Get) // caches 0
+	other.Add(ctx, "a", 10)
+	clk.Advance(backlog.FreshStale)
+	if got := read(tr.Get); got != 0 {
+		t.Errorf("Get within MaxStale: %d, want the cached 0", got)
+	}
+	if got := read(tr.Fresh); got != 10 {
+		t.Errorf("Fresh, the cache %v old: %d, want 10 from Redis", backlog.FreshStale, got)
+	}
+	other.Add(ctx, "a", 5)
+	clk.Advance(backlog.FreshStale / 2)
+	if got := read(tr.Fresh); got != 10 {
+		t.Errorf("Fresh, the cache %v old: %d, want the cached 10", backlog.FreshStale/2, got)
+	}
+}
+
 func BenchmarkCounter(b *testing.B) {
 	ctx := context.Background()
 	mem, _ := backlog.New(backlog.Config{})

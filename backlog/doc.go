@@ -50,5 +50,6 @@
 // seconds, value: a count) that expires Horizon after its last Add, and a
 // set names the tenants with counts. Every multi-step update is one Lua
 // script. Get is served from a cache of Config.MaxStale (100 ms), to which
-// this process's own Adds are applied at once.
+// this process's own Adds are applied at once; Tracker.Fresh, for a
+// refusal at max_backlog, from one at most FreshStale (10 ms) old.
 package backlog

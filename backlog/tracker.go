@@ -183,12 +183,26 @@ func (t *Tracker) owe(tenant string, d delta) {
 // fails open (the answer is counted in fairq_redis_fallback_total).
 // Failing closed, that is ErrUnavailable.
 func (t *Tracker) Get(ctx context.Context, tenant string) (n int64, known bool, err error) {
+	return t.get(ctx, tenant, t.cfg.Counter.cfg.MaxStale)
+}
+
+// Fresh is Get with a count from Redis at most FreshStale old, whatever
+// the cache holds: for a refusal at max_backlog. The cache's count steps
+// down every MaxStale (100 ms), and a gateway that refused on it until
+// then took the room it showed at once, a burst of the tenant's messages
+// on the queues of its shard (see gateway).
+func (t *Tracker) Fresh(ctx context.Context, tenant string) (n int64, known bool, err error) {
+	return t.get(ctx, tenant, FreshStale)
+}
+
+// get is Get from a cache at most maxStale old.
+func (t *Tracker) get(ctx context.Context, tenant string, maxStale time.Duration) (n int64, known bool, err error) {
 	if t.redis.Resting() {
 		return t.without(ctx, errResting)
 	}
 	// Bounded, so that a Redis that does not answer costs an admission
 	// CallTimeout at most, once a cooldown.
-	n, err = t.cfg.Counter.get(ctx, tenant, t.cfg.CallTimeout)
+	n, err = t.cfg.Counter.get(ctx, tenant, t.cfg.CallTimeout, maxStale)
 	switch {
 	case err == nil:
 		t.redis.OK(ctx)

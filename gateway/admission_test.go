@@ -169,6 +169,38 @@ func TestBacklogFullHeldForOneMessage(t *testing.T) {
 	}
 }
 
+// staleBacklog answers Get from a count that lags (a cache), Fresh from
+// the current one.
+type staleBacklog struct {
+	fixedBacklog
+	fresh fixedBacklog
+}
+
+func (b *staleBacklog) Fresh(ctx context.Context, tenant string) (int64, bool, error) {
+	return b.fresh.Get(ctx, tenant)
+}
+
+// TestBacklogFullOnAFreshCount: a tenant that a cached count has at its
+// max_backlog is refused only if a fresh count says so too, so that the
+// room made as its messages end is taken as it comes, not all at once
+// when the cache catches up.
+func TestBacklogFullOnAFreshCount(t *testing.T) {
+	t.Parallel()
+	full := tenant.Spec{ID: "full", APIKeys: []string{tenant.HashKey("full-key")},
+		Limits: tenant.Limits{ProcessRate: ptr(50.0), SoftBacklog: ptr(10), MaxBacklog: ptr(10)}}
+	bl := &staleBacklog{}
+	bl.set("full", 10)
+	bl.fresh.set("full", 9) // a message ended since the cache was read
+	f := setup(t, withTenants(full), func(c *gateway.Config) { c.Backlog = bl })
+	if r := f.do(t, request{key: "full-key", body: `{"body":"x"}`}).Result(); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("at max_backlog by the cache, with room by the fresh count: %d, want 202", r.StatusCode)
+	}
+	bl.fresh.set("full", 10)
+	if r := f.do(t, request{key: "full-key", body: `{"body":"x"}`}).Result(); r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("at max_backlog by both counts: %d, want 429", r.StatusCode)
+	}
+}
+
 // TestBacklogCounted: accepted messages are added to their tenant's
 // backlog, refused ones are not.
 func TestBacklogCounted(t *testing.T) {

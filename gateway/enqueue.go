@@ -405,7 +405,7 @@ func (s *Server) prepare(t tenant.Tenant, msg message, reqID string, tc callerTr
 func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.Decision, int, error) {
 	lim := throttle.Limit{Rate: t.Limits.IngestRate, Burst: t.Limits.IngestBurst}
 	if t.Limits.MaxBacklog > 0 {
-		b, known, err := s.cfg.Backlog.Get(ctx, t.ID)
+		b, known, err := s.backlogOf(ctx, t)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return throttle.Decision{}, 0, ctx.Err()
@@ -435,6 +435,27 @@ func (s *Server) admit(ctx context.Context, t tenant.Tenant, n int) (throttle.De
 		return d, n, rateLimited(t, lim, d.RetryAfter)
 	}
 	return d, n, nil
+}
+
+// backlogOf returns tenant t's backlog (Backlog.Get), read again from a
+// fresher count when the first has t at or above its max_backlog. The
+// first comes from a cache that steps down every 100 ms: a gateway that
+// refused on it until then took the room it showed at once, the tenant's
+// messages arriving in bursts of up to ten on the few queues of its
+// shard, and a quiet tenant's message on one of them waited out the send
+// window for company that the next refusal kept away (12–15 ms instead of
+// 3 in the fleet experiment). On the fresher count the room is taken
+// about as it comes, a message or two at a time; reading it costs a
+// Redis call at most every 10 ms per tenant at its max_backlog.
+func (s *Server) backlogOf(ctx context.Context, t tenant.Tenant) (int64, bool, error) {
+	b, known, err := s.cfg.Backlog.Get(ctx, t.ID)
+	if err != nil || !known || b < int64(t.Limits.MaxBacklog) {
+		return b, known, err
+	}
+	if f, ok := s.cfg.Backlog.(freshBacklog); ok {
+		return f.Fresh(ctx, t.ID)
+	}
+	return b, known, nil
 }
 
 func rateLimited(t tenant.Tenant, lim throttle.Limit, retry time.Duration) *Error {

@@ -64,9 +64,17 @@ type Backlog interface {
 	Get(ctx context.Context, tenant string) (n int64, known bool, err error)
 }
 
+// freshBacklog is a Backlog that can also read a count past its cache
+// (backlog.Tracker): a tenant at its max_backlog is refused only on such
+// a count (see backlogOf).
+type freshBacklog interface {
+	Fresh(ctx context.Context, tenant string) (n int64, known bool, err error)
+}
+
 var (
-	_ Backlog = (*backlog.Tracker)(nil)
-	_ Backlog = backlog.Off{}
+	_ Backlog      = (*backlog.Tracker)(nil)
+	_ Backlog      = backlog.Off{}
+	_ freshBacklog = (*backlog.Tracker)(nil)
 )
 
 // DeadLetters acts on the dead-letter queue (deadletter.Queue): the admin
