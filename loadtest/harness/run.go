@@ -221,7 +221,10 @@ func startApplication(ctx context.Context, bin, dir string, tenants []Tenant) (a
 	if err != nil {
 		return nil, err
 	}
-	return s, s.Start(ctx)
+	if err := s.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // sampleDepths reads the queues' depths every second until ctx ends. A
