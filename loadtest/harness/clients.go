@@ -65,26 +65,26 @@ func generate(ctx context.Context, cfg ClientsConfig) ([]Send, int64) {
 	return g.results()
 }
 
-// The clients process runs under SCHED_IDLE (`chrt --idle 0`): it gets
-// only the cores that no other process wants, so that sending the load
-// takes no core from the fleet it measures, as clients on machines of
-// their own would not. It still sends on time while the machine has
-// cores to spare (Send.Late, Result.Late say whether it did).
-
 // clientsSlack is how long a clients process may take, beyond the load and
 // the generator's request timeout, to write its record and exit.
 const clientsSlack = 30 * time.Second
 
-// offerFromProcess offers cfg's load from a clients process bin, run
-// under SCHED_IDLE, its configuration, record and output in dir, and
-// returns its sends and the number skipped.
+// offerFromProcess offers cfg's load from a clients process bin, its
+// configuration (API keys included: readable by the owner alone), record
+// and output in dir, and returns its sends and the number skipped.
+//
+// The process runs under SCHED_IDLE (`chrt --idle 0`): it gets only the
+// cores that no other process wants, so that sending the load takes no
+// core from the fleet it measures, as clients on machines of their own
+// would not. It still sends on time while the machine has cores to spare
+// (Send.Late, Result.Late say whether it did).
 func offerFromProcess(ctx context.Context, bin, dir string, cfg ClientsConfig) ([]Send, int64, error) {
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, 0, err
 	}
 	cfgPath, recPath := filepath.Join(dir, "clients.json"), filepath.Join(dir, "sends.jsonl")
-	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
 		return nil, 0, err
 	}
 	p, err := startProcess("clients", dir, filepath.Join(dir, "clients.log"), nil, false, nil,
