@@ -167,23 +167,29 @@ func TestConcurrentAddsAndDones(t *testing.T) {
 	})
 }
 
-// TestRedisCache: Get answers from a short cache that this process's Adds
-// update and Dones refresh.
-func TestRedisCache(t *testing.T) {
-	t.Parallel()
+// sharedCounters returns a maker of Counters on one Redis key space and
+// clk, each with its MaxStale, as the processes of a fleet would have.
+func sharedCounters(t *testing.T, clk *clock) func(maxStale time.Duration) *backlog.Counter {
 	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
 	t.Cleanup(func() { client.Close() })
 	prefix := testenv.Prefix(t) + ":"
-	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	newCounter := func() *backlog.Counter {
-		c, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: clk.Now, MaxStale: 100 * time.Millisecond})
+	return func(maxStale time.Duration) *backlog.Counter {
+		c, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: clk.Now, MaxStale: maxStale})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
+}
+
+// TestRedisCache: Get answers from a short cache that this process's Adds
+// update and Dones refresh.
+func TestRedisCache(t *testing.T) {
+	t.Parallel()
+	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	newCounter := sharedCounters(t, clk)
 	ctx := context.Background()
-	gw, other := newCounter(), newCounter()
+	gw, other := newCounter(100*time.Millisecond), newCounter(100*time.Millisecond)
 	get(t, gw, "a") // caches 0
 	gw.Add(ctx, "a", 3)
 	other.Add(ctx, "a", 10)
@@ -200,18 +206,9 @@ func TestRedisCache(t *testing.T) {
 // most FreshStale old.
 func TestTrackerFresh(t *testing.T) {
 	t.Parallel()
-	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
-	t.Cleanup(func() { client.Close() })
-	prefix := testenv.Prefix(t) + ":"
 	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	gw, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: clk.Now, MaxStale: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: clk.Now, MaxStale: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	newCounter := sharedCounters(t, clk)
+	gw, other := newCounter(100*time.Millisecond), newCounter(-1)
 	tr, err := backlog.NewTracker(backlog.TrackerConfig{Counter: gw})
 	if err != nil {
 		t.Fatal(err)

@@ -156,7 +156,6 @@ type appProcess struct {
 	proc   *process
 	addr   string
 	client *http.Client
-	events *io.PipeWriter
 	wg     sync.WaitGroup // the event reader and the pipe's closer
 	read   error          // why the event reader stopped, set before wg is done
 
@@ -176,7 +175,7 @@ const appStopWait = 10 * time.Second
 // logged in dir/app.log, and waits for its address.
 func startApp(ctx context.Context, bin, dir string, tenants []Tenant) (*appProcess, error) {
 	pr, pw := io.Pipe()
-	a := &appProcess{recorder: newRecorder(tenants), events: pw, client: &http.Client{Timeout: 5 * time.Second}}
+	a := &appProcess{recorder: newRecorder(tenants), client: &http.Client{Timeout: 5 * time.Second}}
 	p, err := startProcess("app", dir, filepath.Join(dir, "app.log"), nil, false, pw, bin,
 		"-work", formatWork(tenants), "-stop-wait", appStopWait.String())
 	if err != nil {

@@ -109,36 +109,32 @@ func offerFromProcess(ctx context.Context, bin, dir string, cfg ClientsConfig) (
 	return readSends(recPath)
 }
 
-// readSends reads a clients process's record of sends.
+// readSends reads a clients process's record of sends, each line decoded
+// once: a send, or the end line, which must be the last.
 func readSends(path string) ([]Send, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
-	var lines []json.RawMessage
+	var sends []Send
 	dec := json.NewDecoder(bufio.NewReader(f))
 	for {
-		var line json.RawMessage
+		var line struct {
+			Send
+			clientsEnd
+		}
 		if err := dec.Decode(&line); errors.Is(err, io.EOF) {
-			break
+			return nil, 0, fmt.Errorf("%s: cut short, no end line", path)
 		} else if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", path, err)
+			return nil, 0, fmt.Errorf("%s: line %d: %w", path, len(sends)+1, err)
 		}
-		lines = append(lines, line)
-	}
-	if len(lines) == 0 {
-		return nil, 0, fmt.Errorf("%s: empty", path)
-	}
-	var end clientsEnd
-	if err := json.Unmarshal(lines[len(lines)-1], &end); err != nil || !end.End {
-		return nil, 0, fmt.Errorf("%s: cut short, no end line", path)
-	}
-	sends := make([]Send, len(lines)-1)
-	for i, l := range lines[:len(lines)-1] {
-		if err := json.Unmarshal(l, &sends[i]); err != nil {
-			return nil, 0, fmt.Errorf("%s: line %d: %w", path, i+1, err)
+		if line.End {
+			if dec.More() {
+				return nil, 0, fmt.Errorf("%s: sends after the end line", path)
+			}
+			return sends, line.Skipped, nil
 		}
+		sends = append(sends, line.Send)
 	}
-	return sends, end.Skipped, nil
 }
