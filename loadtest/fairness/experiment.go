@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,6 +26,8 @@ type options struct {
 	out        string
 	short      bool
 	noBaseline bool
+	// baselineAfter runs a fleet run's baseline again after it.
+	baselineAfter bool
 	// inHarness keeps a fleet run's application and clients in the
 	// harness's process, as the other modes have them.
 	inHarness bool
@@ -32,6 +35,15 @@ type options struct {
 	render    bool
 	command   string
 }
+
+// fleetPhases are the runs of a fleet experiment, in order: the baseline
+// (the quiet tenants alone), the run, and the baseline again, so that a
+// drift of the machine over the experiment is seen, and shared by the
+// run's two sides, rather than taken for the noisy tenant's doing.
+var fleetPhases = []struct {
+	baseline, after bool
+	suffix          string // of the run's directory
+}{{true, false, "-baseline"}, {false, false, ""}, {true, true, "-baseline-after"}}
 
 // errUnbalanced is returned when a run's accounting does not balance.
 var errUnbalanced = errors.New("accounting does not balance")
@@ -204,22 +216,22 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 					return err
 				}
 			}
-			for _, baseline := range []bool{true, false} {
-				if baseline && (!sc.Baseline || o.noBaseline) {
+			for _, ph := range fleetPhases {
+				if ph.baseline && (!sc.Baseline || o.noBaseline) || ph.after && !o.baselineAfter {
 					continue
 				}
-				dir := filepath.Join(out, sc.Name, string(harness.ModeFleet)+"-"+topo)
-				if baseline {
-					dir += "-baseline"
-				}
+				dir := filepath.Join(out, sc.Name, string(harness.ModeFleet)+"-"+topo) + ph.suffix
 				var res *harness.Result
 				if o.render {
 					if res, err = harness.LoadResult(dir); err != nil {
+						if ph.after && errors.Is(err, fs.ErrNotExist) {
+							continue // records from before the baseline was run again
+						}
 						return err
 					}
 				} else {
 					res, err = harness.Run(ctx, harness.Options{
-						Scenario: sc, Mode: harness.ModeFleet, Baseline: baseline, Backend: "sqs", Services: services,
+						Scenario: sc, Mode: harness.ModeFleet, Baseline: ph.baseline, Backend: "sqs", Services: services,
 						Binary: bin, App: app, Clients: clients, Dir: dir, Logger: log.With("redis", topo),
 					})
 					if err != nil {
@@ -229,9 +241,12 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 				if res.Accounting.Lost > 0 || !res.Drained {
 					unbalanced++
 				}
-				if baseline {
+				switch {
+				case ph.after:
+					fr.BaselineAfter = res
+				case ph.baseline:
 					fr.Baseline = res
-				} else {
+				default:
 					fr.Run = res
 				}
 			}

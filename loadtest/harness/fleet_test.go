@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"net/http"
 	"slices"
 	"strings"
@@ -208,6 +209,14 @@ func fleetResult() *FleetResult {
 	return &FleetResult{Scenario: sc, Redis: RedisSingle, Run: run, Baseline: base}
 }
 
+// baselineAfter returns a copy of fr's baseline, as if run again after
+// the run, with the quiet tenants' p95 at p95.
+func baselineAfter(fr *FleetResult, p95 time.Duration) *Result {
+	b := *fr.Baseline
+	b.Quiet.Latency.P95 = p95
+	return &b
+}
+
 func TestFleetChecks(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -225,6 +234,20 @@ func TestFleetChecks(t *testing.T) {
 		{"quiet tenants slowed", func(fr *FleetResult) { fr.Run.Quiet.Latency.P95 = 13 * time.Millisecond }, "Latency"},
 		{"a message lost", func(fr *FleetResult) { fr.Run.Accounting.Lost, fr.Run.Accounting.Processed = 1, 99 }, "Nothing lost"},
 		{"baseline not drained", func(fr *FleetResult) { fr.Baseline.Drained = false }, "Nothing lost"},
+		// With the baseline run again after the run, the run is compared
+		// with the mean of the two: 13 ms against 10 and 12 ms is 1.18×.
+		{"slower than the baseline before, not the mean", func(fr *FleetResult) {
+			fr.Run.Quiet.Latency.P95 = 13 * time.Millisecond
+			fr.BaselineAfter = baselineAfter(fr, 12*time.Millisecond)
+		}, ""},
+		{"slower than the mean of the baselines", func(fr *FleetResult) {
+			fr.Run.Quiet.Latency.P95 = 13 * time.Millisecond
+			fr.BaselineAfter = baselineAfter(fr, 10*time.Millisecond)
+		}, "Latency"},
+		{"baseline after lost a message", func(fr *FleetResult) {
+			fr.BaselineAfter = baselineAfter(fr, 10*time.Millisecond)
+			fr.BaselineAfter.Accounting.Lost = 1
+		}, "Nothing lost"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,5 +290,30 @@ func TestFleetChecksOutage(t *testing.T) {
 	want := map[string]string{"Concurrency:": "pass", "Rate:": "missing", "Latency:": "fail", "Nothing": "pass"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("checks (-want +got):\n%s", diff)
+	}
+}
+
+// TestFleetReportBaselineAfter checks that the report compares each quiet
+// tenant with the mean of its baselines before and after the run, and
+// tells how far the two drifted apart.
+func TestFleetReportBaselineAfter(t *testing.T) {
+	fr := fleetResult()
+	fr.Run.Tenants = []TenantStats{{ID: "quiet-1", Role: "quiet", Latency: Quantiles{P95: 11 * time.Millisecond}}}
+	fr.Baseline.Tenants = []TenantStats{{ID: "quiet-1", Role: "quiet", Latency: Quantiles{P95: 8 * time.Millisecond}}}
+	fr.BaselineAfter = baselineAfter(fr, 12*time.Millisecond)
+	fr.BaselineAfter.Tenants = []TenantStats{{ID: "quiet-1", Role: "quiet", Latency: Quantiles{P95: 12 * time.Millisecond}}}
+	report, err := WriteFleetReport(t.TempDir(), []*FleetResult{fr}, Environment{Command: "fairness", Date: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"11 ms vs 11 ms (before 10 ms, after 12 ms): 1.00×",
+		"was 12 ms after the run and 10 ms before it: 1.20×",
+		"| quiet-1 | quiet | 0.0 / 0.0 / 0.0 | 11 ms | 10 ms |",
+		"baseline after: 50 accepted",
+	} {
+		if !bytes.Contains(report, []byte(want)) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
 	}
 }
