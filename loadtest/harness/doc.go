@@ -56,8 +56,10 @@
 // rate-bound tenant within RateTolerance (10%) of its process_rate (its
 // process_burst allowed on top, as the limit allows), the
 // quiet tenants' p95 within NoisyFullBound (1.2×) of their baseline (for a
-// noisy neighbour, the quiet tenants alone on the same fleet; for an
-// outage, before it), and every accepted message delivered at least once.
+// noisy neighbour, the quiet tenants alone on the same fleet, run before
+// the run and, in FleetResult.BaselineAfter, again after it, the mean of
+// the two; for an outage, before it), and every accepted message
+// delivered at least once.
 // WriteFleetReport writes them, met or not met, into fleet.md:
 //
 //	go run ./loadtest/fairness -scenario noisy,outage -modes fleet -redis single,cluster
