@@ -811,3 +811,67 @@ func TestLimiterCountsFreshOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestLimiterHoldsFreshWorkToItsShare: while a tenant's old work waits,
+// fresh work that needs half its rate or more has half, and a fresh
+// message over that goes to the backlog queue, so that fresh messages
+// arriving at the tenant's whole rate do not take every token as it comes
+// and leave the old work none.
+func TestLimiterHoldsFreshWorkToItsShare(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	l, err := spillover.New(spillover.Config{
+		Tenants: registry(t, map[string]tenant.Limits{"acme": limits(10, 10, 1000)}),
+		NowFunc: c.Now,
+		HoldMax: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func() verdict {
+		got, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: "acme"})
+		return got
+	}
+	old := func() verdict {
+		got, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: "acme", Backlog: true})
+		return got
+	}
+	// 30 fresh messages in an instant: 6 a second over 5 s, 4.9 a second
+	// a second later, more than the 4.2 that needs half of the 10.
+	for range 30 {
+		fresh()
+	}
+	c.Advance(time.Second) // the tenant's bucket full again: 10 tokens
+
+	if got := old(); got != dispatch {
+		t.Fatalf("first old message: %v, want dispatch", got)
+	}
+	for i := range 5 {
+		if got := fresh(); got != dispatch {
+			t.Fatalf("fresh message %d: %v, want dispatch (within its share of 5)", i+1, got)
+		}
+	}
+	want := verdict{Action: consumer.ToBacklog, Reason: spillover.ReasonRate}
+	if got := fresh(); got != want {
+		t.Fatalf("fresh message over its share: %v, want %v", got, want)
+	}
+	for i := range 4 {
+		if got := old(); got != dispatch {
+			t.Fatalf("old message %d: %v, want dispatch (old work's share of 5)", i+2, got)
+		}
+	}
+	if got := old(); got.Action == consumer.Dispatch {
+		t.Fatal("old message past both shares dispatched")
+	}
+
+	// No old work for longer than OldWindow: fresh work has the whole rate.
+	c.Advance(spillover.OldWindow + 500*ms)
+	for i := range 10 {
+		if got := fresh(); got != dispatch {
+			t.Fatalf("fresh message %d with no old work waiting: %v, want dispatch", i+1, got)
+		}
+	}
+	if got := fresh(); got.Action != consumer.Spill {
+		t.Fatalf("fresh message past the rate: %v, want a spill", got)
+	}
+}
