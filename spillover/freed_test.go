@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fairq/fairq/consumer"
@@ -187,82 +186,5 @@ func TestOldWorkYieldsToFreshWorkElsewhere(t *testing.T) {
 		if err != nil || v.Action != want {
 			t.Fatalf("b, old message %d: %v, %v; want %v", i+1, v.Action, err, want)
 		}
-	}
-}
-
-// TestFreshWorkKeepsToItsShareWhileOldWorkWaitsElsewhere: a worker that
-// receives none of a tenant's old messages still holds its fresh work to
-// its share while old work waits, from the old messages the workers that
-// receive them count in Redis.
-func TestFreshWorkKeepsToItsShareWhileOldWorkWaitsElsewhere(t *testing.T) {
-	t.Parallel()
-	addr := testenv.RedisAddr(t)
-	reg := registry(t, map[string]tenant.Limits{"acme": limits(10, 10, 1000)})
-	prefix := "fairq-test:" + t.Name() + ":"
-	client := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { client.Close() })
-	rate, err := throttle.NewRedisLimiter(throttle.RedisConfig{Client: client, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker := func() (*spillover.Limiter, *throttle.RedisMeter) {
-		m, err := throttle.NewRedisMeter(throttle.RedisMeterConfig{Client: client, Prefix: prefix,
-			Window: spillover.FreshWindow, Every: 20 * time.Millisecond, Component: "worker_fresh"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := spillover.New(spillover.Config{Tenants: reg, Rate: rate, Meter: m, FleetSizeFunc: func() int { return 2 }, HoldMax: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := m.Stop(context.Background()); err != nil {
-				t.Errorf("Stop: %v", err)
-			}
-		})
-		return l, m
-	}
-	a, _ := worker()
-	b, meterB := worker()
-	ctx := context.Background()
-	admit := func(l *spillover.Limiter, backlog bool) consumer.Action {
-		v, err := l.Admit(ctx, &consumer.Message{ID: "m", Tenant: "acme", Backlog: backlog})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Done != nil {
-			v.Done()
-		}
-		return v.Action
-	}
-	// b's fresh work comes at more than half the rate: 30 messages in an
-	// instant, 6 a second over 5 s.
-	for range 30 {
-		admit(b, false)
-	}
-	// a receives an old message; b learns of it at its meter's next read.
-	admit(a, true)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, since, ok := meterB.Rate("old:acme"); ok && since <= spillover.OldWindow {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("b's meter never learnt of a's old message")
-		}
-		meterB.Rate("old:acme") // asked about, read at the next sync
-	}
-	// A second on, the tenant's bucket is full again, and b's fresh work
-	// has its share of 5 of it; the rest goes to the backlog queue.
-	time.Sleep(time.Second)
-	var got []consumer.Action
-	for range 7 {
-		got = append(got, admit(b, false))
-	}
-	want := []consumer.Action{consumer.Dispatch, consumer.Dispatch, consumer.Dispatch, consumer.Dispatch, consumer.Dispatch, consumer.ToBacklog, consumer.ToBacklog}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("b's fresh messages (-want +got):\n%s", diff)
 	}
 }

@@ -40,13 +40,3 @@ func lineKey(tenant string, old bool) string {
 
 // freshKey is the key of the Meter of a tenant's fresh messages.
 func freshKey(tenant string) string { return "fresh:" + tenant }
-
-// oldKey is the key of the Meter of a tenant's messages from the backlog
-// queue: while they come, its fresh work is held to its share (see
-// freshShareKey).
-func oldKey(tenant string) string { return "old:" + tenant }
-
-// freshShareKey is the key of the bucket that holds a tenant's fresh
-// messages to their share of its process_rate while its old work waits,
-// on top of processKey: the counterpart of backlogKey.
-func freshShareKey(tenant string) string { return "process-fresh:" + tenant }

@@ -200,8 +200,7 @@ type Limiter struct {
 	told     bool            // the Semaphore tells of the slots given back (throttle.FreedNotifier)
 	jobs     durations
 	fresh    fresh
-	old      *perTenant[struct{}] // when each tenant's latest message from the backlog queue came here
-	empty    empty                // buckets known to have no token yet
+	empty    empty // buckets known to have no token yet
 	labels   *labels
 	metrics  *metrics
 }
@@ -227,7 +226,6 @@ func New(cfg Config) (*Limiter, error) {
 		waves:    newHolds(),
 		jobs:     newDurations(cfg.NowFunc()),
 		fresh:    newFresh(cfg.NowFunc()),
-		old:      newPerTenant[struct{}](OldWindow, cfg.NowFunc()),
 		empty:    newEmpty(cfg.NowFunc()),
 		labels:   newLabels(cfg.MaxTenantLabels),
 		metrics:  m,
@@ -273,43 +271,35 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	// a token taken for a message that then cannot run would be lost.
 	// Old work yields to fresh work of the same tenant, while there is any.
 	var y yielding
-	var share throttle.Limit // fresh work's share while old work waits; zero: none
-	switch at := l.cfg.NowFunc(); {
-	case m.Backlog:
-		if m.Held == 0 {
-			l.markOld(id, at)
-		}
-		if fleetRate, recent := l.freshRate(id, at); recent {
+	if now := l.cfg.NowFunc(); m.Backlog {
+		if fleetRate, recent := l.freshRate(id, now); recent {
 			y = l.yieldTo(id, fleetRate, lim)
 		}
-	default:
-		if m.Held == 0 && !m.Moved {
-			// A fresh message counts once: not again when it is asked about
-			// after a hold, nor when it comes back spilled. Counted at every
-			// ask, a tenant's held messages made its fresh work look many
-			// times faster than it came, and old work yield it half its
-			// limits while the backlog drained. And it counts as of when it
-			// was enqueued: the messages that waited on the live queues
-			// through an outage come to the workers in a burst when it ends,
-			// and counted as of then they made fresh work look three times
-			// as fast as it came, and old work yield it half its limits for
-			// the first seconds of the drain.
-			l.fresh.mark(id, at, m.EnqueuedAt)
-			if l.cfg.Meter != nil {
-				l.cfg.Meter.MarkAt(freshKey(id), m.EnqueuedAt)
-			}
+	} else if m.Held == 0 && !m.Moved {
+		// A fresh message counts once: not again when it is asked about
+		// after a hold, nor when it comes back spilled. Counted at every
+		// ask, a tenant's held messages made its fresh work look many
+		// times faster than it came, and old work yield it half its
+		// limits while the backlog drained. And it counts as of when it
+		// was enqueued: the messages that waited on the live queues
+		// through an outage come to the workers in a burst when it ends,
+		// and counted as of then they made fresh work look three times
+		// as fast as it came, and old work yield it half its limits for
+		// the first seconds of the drain.
+		l.fresh.mark(id, now, m.EnqueuedAt)
+		if l.cfg.Meter != nil {
+			l.cfg.Meter.MarkAt(freshKey(id), m.EnqueuedAt)
 		}
-		share = l.freshShare(id, at, lim)
 	}
 	hold := l.tokenHolds(y, m, lim.Concurrency)
-	buckets, n := rateBuckets(id, y, share, lim)
+	buckets, n := rateBuckets(id, y, lim)
 	bs := buckets[:n]
 	// A bucket known to have no token refuses the message before it takes
 	// a slot (see empty).
 	now := l.cfg.NowFunc()
 	for _, b := range bs {
 		if next, ok := l.empty.wait(b.key, now); ok {
-			return l.noToken(ctx, label, id, b, lim.ProcessRate, m, hold, next), nil
+			return l.noToken(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, hold, next), nil
 		}
 	}
 	permit, v, err := l.acquire(ctx, label, id, lim, y, m)
@@ -317,7 +307,7 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 		return v, err
 	}
 	for _, b := range bs {
-		if v, err := l.rate(ctx, label, id, b, lim.ProcessRate, m, hold); err != nil || v.Action != consumer.Dispatch {
+		if v, err := l.rate(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, hold); err != nil || v.Action != consumer.Dispatch {
 			l.release(permit, id)
 			return v, err
 		}
@@ -354,32 +344,24 @@ func (l *Limiter) tokenHolds(y yielding, m *consumer.Message, concurrency int) *
 }
 
 // rateBucket is a bucket a message takes a token of: its key, its limit,
-// whether it is old work's own (its turns in old work's line), and
-// whether it is fresh work's share while old work waits (excess: a fresh
-// message it refuses goes to old work's line).
+// and whether it is old work's own (its turns in old work's line).
 type rateBucket struct {
-	key    string
-	lim    throttle.Limit
-	old    bool
-	excess bool
+	key string
+	lim throttle.Limit
+	old bool
 }
 
 // rateBuckets returns the buckets a message of tenant id takes a token of,
 // in the order they are asked: while fresh work comes, old work's own
-// (what fresh work leaves it); for fresh work held to its share (share
-// not zero), fresh work's own; then the tenant's.
+// (what fresh work leaves it), then the tenant's.
 // An array rather than a slice: Admit asks for them at every message, and
 // a slice of them escaped to the heap.
-func rateBuckets(id string, y yielding, share throttle.Limit, lim tenant.Resolved) (bs [2]rateBucket, n int) {
-	switch {
-	case y.on && !y.rate.Unlimited():
-		bs[n] = rateBucket{key: backlogKey(id), lim: y.rate, old: true}
-		n++
-	case share.Rate > 0:
-		bs[n] = rateBucket{key: freshShareKey(id), lim: share, excess: true}
+func rateBuckets(id string, y yielding, lim tenant.Resolved) (bs [2]rateBucket, n int) {
+	if y.on && !y.rate.Unlimited() {
+		bs[n] = rateBucket{backlogKey(id), y.rate, true}
 		n++
 	}
-	bs[n] = rateBucket{key: processKey(id), lim: throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, old: y.on}
+	bs[n] = rateBucket{processKey(id), throttle.Limit{Rate: lim.ProcessRate, Burst: lim.ProcessBurst}, y.on}
 	return bs, n + 1
 }
 
@@ -510,56 +492,6 @@ func (l *Limiter) yieldTo(id string, fleetRate float64, lim tenant.Resolved) yie
 	return y
 }
 
-// OldWindow is how long after a tenant's latest message from the backlog
-// queue its fresh work is still held to its share (freshShare): about
-// two of the waves a second in which old work comes back.
-const OldWindow = 2 * time.Second
-
-// markOld records a message of tenant id from the backlog queue, here and
-// with the Meter for the fleet.
-func (l *Limiter) markOld(id string, now time.Time) {
-	l.old.update(id, now, func(struct{}, bool) struct{} { return struct{}{} })
-	if l.cfg.Meter != nil {
-		l.cfg.Meter.MarkAt(oldKey(id), now)
-	}
-}
-
-// oldWaits reports whether a message of tenant id from the backlog queue
-// came within OldWindow, to any worker as the Meter knows, else to this one.
-func (l *Limiter) oldWaits(id string, now time.Time) bool {
-	if l.cfg.Meter != nil {
-		if _, since, ok := l.cfg.Meter.Rate(oldKey(id)); ok {
-			return since <= OldWindow
-		}
-	}
-	_, at, ok := l.old.get(id)
-	return ok && now.Sub(at) <= OldWindow
-}
-
-// freshShare returns the bucket that holds tenant id's fresh work to its
-// share of the process_rate while old work waits, the zero Limit for
-// none: the counterpart of old work's (yieldTo), so that the two add up
-// to the rate. Without it, fresh messages coming at the tenant's whole
-// rate took each token of its bucket as it came, and old work, which
-// comes back in waves a second apart, found none: in the fleet's
-// noisy-neighbour run old work had 0.3-0.6 of the tenant's 40 a second
-// while the fresh work lasted, and went round the backlog queue at every
-// turn. Only fresh work that needs half the rate or more is held to half:
-// below that it keeps what it uses, and costs no call more.
-func (l *Limiter) freshShare(id string, now time.Time, lim tenant.Resolved) throttle.Limit {
-	if lim.ProcessRate <= 0 || math.IsInf(lim.ProcessRate, 1) {
-		return throttle.Limit{}
-	}
-	// The fresh rate first: the Meter reads it back anyway, the tenant's
-	// fresh messages being marked there, while asking about old work
-	// adds the tenant's old key to what each worker reads from Redis.
-	fleetRate, recent := l.freshRate(id, now)
-	if !recent || freshRateHeadroom*fleetRate < lim.ProcessRate/2 || !l.oldWaits(id, now) {
-		return throttle.Limit{}
-	}
-	return throttle.Limit{Rate: lim.ProcessRate / 2, Burst: max(1, lim.ProcessBurst/2)}
-}
-
 // tenantState returns the state of a tenant, none for a message without
 // one.
 func (l *Limiter) tenantState(id string) tenant.State {
@@ -614,11 +546,11 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 // forward (a noisy tenant's backlog drained at 20-30/s of its 40 for the
 // last 25 s). Paced at the tenant's rate, those that come back while
 // fresh work still comes and find no token are held or spilled again.
-func (l *Limiter) rate(ctx context.Context, label, id string, b rateBucket, pace float64, m *consumer.Message, h *holds) (consumer.Verdict, error) {
+func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, pace float64, m *consumer.Message, old bool, h *holds) (consumer.Verdict, error) {
 	now := l.cfg.NowFunc()
-	next, known := l.empty.wait(b.key, now)
+	next, known := l.empty.wait(key, now)
 	if !known {
-		d, err := l.cfg.Rate.Allow(ctx, b.key, b.lim, 1)
+		d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
 		if err != nil {
 			return l.failed(label, id, err, m)
 		}
@@ -626,39 +558,27 @@ func (l *Limiter) rate(ctx context.Context, label, id string, b rateBucket, pace
 			return consumer.Verdict{Action: consumer.Dispatch}, nil
 		}
 		next = d.RetryAfter
-		l.empty.refused(b.key, now, next)
+		l.empty.refused(key, now, next)
 	}
-	return l.noToken(ctx, label, id, b, pace, m, h, next), nil
+	return l.noToken(ctx, label, id, key, lim, pace, m, old, h, next), nil
 }
 
-// noToken refuses a message of tenant id that b's bucket has no token
+// noToken refuses a message of tenant id that key's bucket has no token
 // for, the next due after next (see rate): never a Dispatch, so that a
 // message refused before it took a concurrency slot (Admit) cannot run
 // without one, however long the bucket was thought empty.
-//
-// A fresh message over fresh work's share while old work waits (b.excess)
-// that is not held goes to the backlog queue, to its turn in old work's
-// line: fresh messages come on at the tenant's rate and take the share's
-// tokens as they come, so one spilled to come back as fresh work would
-// find none again and go round the overflow queue until it is old.
-func (l *Limiter) noToken(ctx context.Context, label, id string, b rateBucket, pace float64, m *consumer.Message, h *holds, next time.Duration) consumer.Verdict {
+func (l *Limiter) noToken(ctx context.Context, label, id, key string, lim throttle.Limit, pace float64, m *consumer.Message, old bool, h *holds, next time.Duration) consumer.Verdict {
 	// Its turn here: the next token, then one more per message held
 	// here for one, in h (nil holds none) or the other holds.
-	n := l.holds.count(b.key) + l.waves.count(b.key)
-	wait := next + time.Duration(float64(n)/b.lim.Rate*float64(time.Second))
+	n := l.holds.count(key) + l.waves.count(key)
+	wait := next + time.Duration(float64(n)/lim.Rate*float64(time.Second))
 	if h != nil {
-		if v, ok := l.holdForToken(h, label, b.key, n, wait, m); ok {
+		if v, ok := l.holdForToken(h, label, key, n, wait, m); ok {
 			return v
 		}
 	}
-	if b.excess {
-		l.metrics.spilled.WithLabelValues(label, ReasonRate).Inc()
-		l.cfg.Activity.Spilled(id, ReasonRate)
-		delay := l.turn(ctx, lineKey(id, true), pace, wait).Truncate(time.Second)
-		return consumer.Verdict{Action: consumer.ToBacklog, Delay: min(max(delay, 0), queue.MaxDelay), Reason: ReasonRate}
-	}
 
-	delay := l.turn(ctx, lineKey(id, b.old), pace, wait)
+	delay := l.turn(ctx, lineKey(id, old), pace, wait)
 	if m.Spare > 0 && delay > time.Second {
 		// SQS rounds a delay up to whole seconds, and a message back
 		// after its turn may find its token gone (past the burst). A
