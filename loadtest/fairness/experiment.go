@@ -217,7 +217,7 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 				}
 			}
 			for _, ph := range fleetPhases {
-				if ph.baseline && (!sc.Baseline || o.noBaseline) || ph.after && !o.baselineAfter {
+				if (ph.baseline && (!sc.Baseline || o.noBaseline)) || (ph.after && !o.baselineAfter) {
 					continue
 				}
 				dir := filepath.Join(out, sc.Name, string(harness.ModeFleet)+"-"+topo) + ph.suffix

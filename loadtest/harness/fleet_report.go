@@ -26,6 +26,18 @@ type FleetResult struct {
 	BaselineAfter *Result
 }
 
+// runs returns the runs of fr in the order they ran.
+func (fr *FleetResult) runs() []*Result {
+	rs := []*Result{fr.Run}
+	if fr.Baseline != nil {
+		rs = []*Result{fr.Baseline, fr.Run}
+	}
+	if fr.BaselineAfter != nil {
+		rs = append(rs, fr.BaselineAfter)
+	}
+	return rs
+}
+
 // baselines returns the baselines that ran, the one before the run first.
 func (fr *FleetResult) baselines() []*Result {
 	var bs []*Result
@@ -158,18 +170,6 @@ func FleetChecks(fr *FleetResult) []Criterion {
 	}
 	cs = append(cs, Criterion{Name: "Nothing lost: every accepted (202) message delivered at least once", Pass: pass, Measured: strings.Join(ms, "; ")})
 	return cs
-}
-
-// runs returns the runs of fr in the order they ran.
-func (fr *FleetResult) runs() []*Result {
-	rs := []*Result{fr.Run}
-	if fr.Baseline != nil {
-		rs = []*Result{fr.Baseline, fr.Run}
-	}
-	if fr.BaselineAfter != nil {
-		rs = append(rs, fr.BaselineAfter)
-	}
-	return rs
 }
 
 // WriteFleetReport writes fleet.md into dir, a section per fleet run with
