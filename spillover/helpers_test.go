@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairq/fairq/throttle"
 )
 
 // series returns every series of reg as name{labels} → value, counters and
@@ -38,4 +40,20 @@ func series(t testing.TB, reg prometheus.Gatherer) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// admitter returns the Admitter a worker of a fleet has (as cmd/fairq
+// builds it): a message's slots and tokens in one round trip to Redis,
+// one by one through sem and rate while Redis fails.
+func admitter(t testing.TB, redisSem *throttle.RedisSemaphore, prefix string, sem *throttle.FailoverSemaphore, rate *throttle.FailoverLimiter) throttle.Admitter {
+	t.Helper()
+	both, err := throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: redisSem, RatePrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := throttle.NewFailoverAdmitter(throttle.FailoverAdmitterConfig{Primary: both, Semaphore: sem, Rate: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

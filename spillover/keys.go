@@ -1,42 +1,65 @@
 package spillover
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/fairq/fairq/tenant"
+)
 
 // The keys of a tenant's limits in the throttle limiters and semaphores;
-// the Redis implementations put their own prefixes in front.
+// the Redis implementations put their own prefixes in front. Each carries
+// the tenant's hash tag, so that one Redis script can take a message's
+// slots and tokens together on a Redis Cluster (throttle.RedisAdmitter).
+
+// tag is the hash tag of a tenant's keys: its id in braces. An id that
+// cannot name a tenant (a message sent to a queue by hand may carry any
+// tenant, or none) could hold a brace: it is tagged by its hash instead.
+func tag(id string) string {
+	if tenant.ValidID(id) {
+		return "{" + id + "}"
+	}
+	return "{#" + strconv.FormatUint(xxhash.Sum64String(id), 36) + "}"
+}
 
 // processKey is the key of a tenant's process_rate bucket (the gateway's
 // ingest_rate bucket is "ingest:" + id).
-func processKey(tenant string) string { return "process:" + tenant }
+func processKey(id string) string { return "process:" + tag(id) }
 
 // concurrencyKey is the key of a tenant's concurrency semaphore.
-func concurrencyKey(tenant string) string { return "concurrency:" + tenant }
+func concurrencyKey(id string) string { return "concurrency:" + tag(id) }
 
 // backlogKey is the key of the bucket that holds a tenant's messages from
 // the backlog queue to what its fresh messages leave of its process_rate,
 // on top of processKey.
-func backlogKey(tenant string) string { return "process-backlog:" + tenant }
-
-// tenantOfConcurrencyKey returns the tenant whose concurrencyKey key is,
-// and false for any other key.
-func tenantOfConcurrencyKey(key string) (string, bool) {
-	return strings.CutPrefix(key, concurrencyKey(""))
-}
+func backlogKey(id string) string { return "process-backlog:" + tag(id) }
 
 // backlogConcurrencyKey is the key of the semaphore that holds a tenant's
 // messages from the backlog queue to what its fresh messages leave of its
 // concurrency, on top of concurrencyKey.
-func backlogConcurrencyKey(tenant string) string { return "concurrency-backlog:" + tenant }
+func backlogConcurrencyKey(id string) string { return "concurrency-backlog:" + tag(id) }
+
+// backlogLineOf returns the backlogConcurrencyKey of the tenant whose
+// concurrencyKey key is, and false for any other key.
+func backlogLineOf(key string) (string, bool) {
+	t, ok := strings.CutPrefix(key, "concurrency:")
+	if !ok {
+		return "", false
+	}
+	return "concurrency-backlog:" + t, true
+}
 
 // lineKey is the key of the line of turns a tenant's spilled messages
 // take, whatever the reason: its processKey, or for old work while fresh
 // work comes (old), its backlogKey (see Limiter.concurrencyWait).
-func lineKey(tenant string, old bool) string {
+func lineKey(id string, old bool) string {
 	if old {
-		return backlogKey(tenant)
+		return backlogKey(id)
 	}
-	return processKey(tenant)
+	return processKey(id)
 }
 
 // freshKey is the key of the Meter of a tenant's fresh messages.
-func freshKey(tenant string) string { return "fresh:" + tenant }
+func freshKey(id string) string { return "fresh:" + id }

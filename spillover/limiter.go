@@ -98,6 +98,11 @@ type Config struct {
 	// Semaphore holds concurrency: a throttle.FailoverSemaphore over a
 	// RedisSemaphore for a fleet, nil for a new throttle.LocalSemaphore.
 	Semaphore throttle.Semaphore
+	// Admitter takes a message's slots and tokens together: a
+	// throttle.FailoverAdmitter over a throttle.RedisAdmitter for a
+	// fleet, one round trip for them all. Nil asks Semaphore, then Rate,
+	// one by one (throttle.Separately).
+	Admitter throttle.Admitter
 	// FleetSizeFunc returns the number of workers sharing the limits, as
 	// fleet.Fleet.Last does; without a Pacer, a worker paces the messages
 	// it spills at its share of the tenant's rate. Nil counts one.
@@ -156,6 +161,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Semaphore == nil {
 		c.Semaphore = throttle.NewLocalSemaphore()
+	}
+	if c.Admitter == nil {
+		c.Admitter = throttle.Separately{Semaphore: c.Semaphore, Rate: c.Rate}
 	}
 	c.ConcurrencyDelay = cmp.Or(c.ConcurrencyDelay, ConcurrencyDelayDefault)
 	c.MaxTenantLabels = cmp.Or(c.MaxTenantLabels, MaxTenantLabelsDefault)
@@ -241,9 +249,9 @@ func New(cfg Config) (*Limiter, error) {
 
 // Admit implements consumer.Limiter: it drops a message past its drop
 // age and moves one past the backlog age to the backlog queue (aged);
-// otherwise it takes a concurrency slot of the message's tenant, then a
-// token of its process_rate, and dispatches the message with a Done that
-// gives the slot back, or spills the message to the overflow queue,
+// otherwise it takes a concurrency slot of the message's tenant and a
+// token of its process_rate, both or neither (Config.Admitter), and
+// dispatches the message with a Done that gives the slot back, or spills the message to the overflow queue,
 // delayed (to the backlog queue if it would come back old).
 func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verdict, error) {
 	id := m.Tenant
@@ -267,8 +275,6 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 	}
 	label := l.labels.of(id, known)
 
-	// Concurrency first: a slot taken and given back costs nothing, while
-	// a token taken for a message that then cannot run would be lost.
 	// Old work yields to fresh work of the same tenant, while there is any.
 	var y yielding
 	if now := l.cfg.NowFunc(); m.Backlog {
@@ -302,15 +308,9 @@ func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verd
 			return l.noToken(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, hold, next), nil
 		}
 	}
-	permit, v, err := l.acquire(ctx, label, id, lim, y, m)
+	permit, v, err := l.take(ctx, label, id, lim, y, m, bs, hold)
 	if err != nil || v.Action != consumer.Dispatch {
 		return v, err
-	}
-	for _, b := range bs {
-		if v, err := l.rate(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, hold); err != nil || v.Action != consumer.Dispatch {
-			l.release(permit, id)
-			return v, err
-		}
 	}
 
 	start := l.cfg.NowFunc()
@@ -375,30 +375,56 @@ func (s slots) Release() {
 	s.old.Release()
 }
 
-// acquire takes a concurrency slot of tenant id, and for old work while
-// fresh work comes (y.on) one of the old work's own semaphore first: a
-// Dispatch verdict when it got them, otherwise the Hold for a slot due
-// soon or the spill to wait for one.
-func (l *Limiter) acquire(ctx context.Context, label, id string, lim tenant.Resolved, y yielding, m *consumer.Message) (slots, consumer.Verdict, error) {
-	concurrency := lim.Concurrency
-	var s slots
-	ok := true
-	var err error
+// take takes, through the Admitter, a concurrency slot of tenant id and a
+// token of each of its buckets bs, and for old work while fresh work
+// comes (y.on) a slot of the old work's own semaphore too: all of them,
+// for a Dispatch verdict, or none. Refused a token, the message is held
+// for it in h or spilled to its turn (noToken); refused a slot, held for
+// one due soon or spilled to wait for one (noSlot).
+func (l *Limiter) take(ctx context.Context, label, id string, lim tenant.Resolved, y yielding, m *consumer.Message, bs []rateBucket, h *holds) (slots, consumer.Verdict, error) {
+	// Arrays rather than slices: asked for at every message.
+	var need [2]throttle.Slot
+	var tokens [2]throttle.Token
+	n := 0
 	if y.on {
-		s.old, ok, err = l.cfg.Semaphore.TryAcquire(ctx, backlogConcurrencyKey(id), y.concurrency)
+		need[n] = throttle.Slot{Key: backlogConcurrencyKey(id), Limit: y.concurrency}
+		n++
 	}
-	if ok && err == nil {
-		s.tenant, ok, err = l.cfg.Semaphore.TryAcquire(ctx, concurrencyKey(id), concurrency)
+	need[n] = throttle.Slot{Key: concurrencyKey(id), Limit: lim.Concurrency}
+	for i, b := range bs {
+		tokens[i] = throttle.Token{Key: b.key, Limit: b.lim}
 	}
-	if err == nil && ok {
-		return s, consumer.Verdict{Action: consumer.Dispatch}, nil
-	}
-	// Only the old work's slot, if any, was taken: given back as it came.
-	s.Release()
-	if err != nil {
+	a, err := l.cfg.Admitter.TryAdmit(ctx, throttle.Need{Slots: need[:n+1], Tokens: tokens[:len(bs)]})
+	switch {
+	case err != nil:
 		v, err := l.failed(label, id, err, m)
 		return slots{}, v, err
+	case a.Admitted:
+		s := slots{tenant: a.Permits[n]}
+		if y.on {
+			s.old = a.Permits[0]
+		}
+		return s, consumer.Verdict{Action: consumer.Dispatch}, nil
+	case a.Token >= 0:
+		if !l.told {
+			// A slot taken and given back for want of the token may have
+			// been refused meanwhile to a message held here for one.
+			l.wake(concurrencyKey(id), 1)
+			if y.on {
+				l.wake(backlogConcurrencyKey(id), 1)
+			}
+		}
+		b := bs[a.Token]
+		l.empty.refused(b.key, l.cfg.NowFunc(), a.RetryAfter)
+		return slots{}, l.noToken(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, h, a.RetryAfter), nil
 	}
+	return slots{}, l.noSlot(ctx, label, id, lim, y, m), nil
+}
+
+// noSlot refuses a message of tenant id that found no concurrency slot:
+// held for one due soon, or spilled to wait for one.
+func (l *Limiter) noSlot(ctx context.Context, label, id string, lim tenant.Resolved, y yielding, m *consumer.Message) consumer.Verdict {
+	concurrency := lim.Concurrency
 	// While fresh work comes, old work waits for a slot of its own
 	// semaphore, in holds of its own: a held old message never takes a
 	// hold a fresh one would have had, nor a slot fresh work is left.
@@ -407,9 +433,9 @@ func (l *Limiter) acquire(ctx context.Context, label, id string, lim tenant.Reso
 		line, most = backlogConcurrencyKey(id), y.concurrency
 	}
 	if v, ok := l.holdForSlot(label, id, line, most, y.wave(m, concurrency), m); ok {
-		return slots{}, v, nil
+		return v
 	}
-	return slots{}, l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, lim, y.on), m), nil
+	return l.spill(label, id, ReasonConcurrency, l.concurrencyWait(ctx, id, lim, y.on), m)
 }
 
 // yielding is what a tenant's old work may use while fresh work of the
@@ -529,14 +555,15 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 	return consumer.Verdict{}, false
 }
 
-// rate takes a token of key's bucket for a message of tenant id: a
-// Dispatch verdict when it got one, otherwise the Hold for its token, in
-// h, when it comes soon, or the spill to its turn at this worker's share
-// of the rate, behind the messages spilled before it, so that spilled
-// messages come back at the rate rather than all at the next token. old
-// is old work while fresh work comes, which takes its turns in a line of
-// its own. A bucket whose last refusal said it has no token yet is not
-// asked again before then (empty).
+// noToken refuses a message of tenant id that key's bucket has no token
+// for, the next due after next: the Hold for its token, in h, when it
+// comes soon, or the spill to its turn at the rate, behind the messages
+// spilled before it, so that spilled messages come back at the rate
+// rather than all at the next token. old is old work while fresh work
+// comes, which takes its turns in a line of its own. It is never a
+// Dispatch, so that a message refused before it took a concurrency slot
+// (Admit: the bucket was known to be empty) cannot run without one,
+// however long the bucket was thought empty.
 //
 // The turns come pace a second: the tenant's process_rate, also for old
 // work refused by its own bucket (lim, what fresh work leaves it). Old
@@ -546,27 +573,6 @@ func ageVerdict(age time.Duration, fromBacklog bool, drop, backlog time.Duration
 // forward (a noisy tenant's backlog drained at 20-30/s of its 40 for the
 // last 25 s). Paced at the tenant's rate, those that come back while
 // fresh work still comes and find no token are held or spilled again.
-func (l *Limiter) rate(ctx context.Context, label, id, key string, lim throttle.Limit, pace float64, m *consumer.Message, old bool, h *holds) (consumer.Verdict, error) {
-	now := l.cfg.NowFunc()
-	next, known := l.empty.wait(key, now)
-	if !known {
-		d, err := l.cfg.Rate.Allow(ctx, key, lim, 1)
-		if err != nil {
-			return l.failed(label, id, err, m)
-		}
-		if d.Allowed >= 1 {
-			return consumer.Verdict{Action: consumer.Dispatch}, nil
-		}
-		next = d.RetryAfter
-		l.empty.refused(key, now, next)
-	}
-	return l.noToken(ctx, label, id, key, lim, pace, m, old, h, next), nil
-}
-
-// noToken refuses a message of tenant id that key's bucket has no token
-// for, the next due after next (see rate): never a Dispatch, so that a
-// message refused before it took a concurrency slot (Admit) cannot run
-// without one, however long the bucket was thought empty.
 func (l *Limiter) noToken(ctx context.Context, label, id, key string, lim throttle.Limit, pace float64, m *consumer.Message, old bool, h *holds, next time.Duration) consumer.Verdict {
 	// Its turn here: the next token, then one more per message held
 	// here for one, in h (nil holds none) or the other holds.
@@ -611,8 +617,7 @@ func (l *Limiter) release(p slots, tenant string) {
 func (l *Limiter) wake(key string, n int) {
 	n -= l.holds.freed(key, n)
 	n -= l.waves.freed(key, n)
-	if tenant, ok := tenantOfConcurrencyKey(key); ok && n > 0 {
-		line := backlogConcurrencyKey(tenant)
+	if line, ok := backlogLineOf(key); ok && n > 0 {
 		n -= l.holds.freed(line, n)
 		l.waves.freed(line, n)
 	}

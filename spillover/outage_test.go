@@ -72,6 +72,7 @@ func TestLimitsFailOpenWhileRedisDown(t *testing.T) {
 			"tokens": limits(1, 10, 1000),       // a share of 5 tokens, refilled at 0.5/s
 		}),
 		Rate: rate, Semaphore: sem, FleetSizeFunc: share,
+		Admitter: admitter(t, redisSem, prefix, sem, rate),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -184,7 +184,7 @@ func (w *world) startWorker(o workerOptions) *worker {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Rate, err = throttle.NewFailoverLimiter(throttle.FailoverConfig{
+		rate, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{
 			Primary: primary,
 			Fallback: &throttle.ScaledLimiter{
 				Limiter:    throttle.NewLocalLimiter(throttle.LocalConfig{}),
@@ -195,6 +195,7 @@ func (w *world) startWorker(o workerOptions) *worker {
 		if err != nil {
 			t.Fatal(err)
 		}
+		cfg.Rate = rate
 		pacer, err := throttle.NewRedisPacer(throttle.RedisConfig{Client: client, Prefix: w.prefix})
 		if err != nil {
 			t.Fatal(err)
@@ -210,13 +211,15 @@ func (w *world) startWorker(o workerOptions) *worker {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Semaphore, err = throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
+		sem, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
 			Primary: wk.sem, FleetSizeFunc: wk.fleet.Last,
 			Component: "worker_semaphore", Cooldown: 100 * time.Millisecond, Logger: log, RedisMetrics: wk.redis,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		cfg.Semaphore = sem
+		cfg.Admitter = admitter(t, wk.sem, w.prefix, sem, rate)
 	}
 	lim, err := spillover.New(cfg)
 	if err != nil {

@@ -41,6 +41,17 @@
 //     ErrUnavailable (fail closed), with the same log line and metrics as
 //     FailoverLimiter.
 //
+// Work that needs a slot and a token both, as a message a worker starts
+// does, asks an Admitter for a Need: every slot and token of it, or none.
+// Separately asks a Semaphore and a RateLimiter one by one; a
+// RedisAdmitter takes a RedisSemaphore's slots and the tokens of the
+// buckets a RedisLimiter of the same prefix keeps in one round trip, one
+// Lua script, so that a refused token leaves no slot to give back (on a
+// Redis Cluster the keys of a Need must share a hash tag); a
+// FailoverAdmitter asks a RedisAdmitter and, while Redis is unreachable,
+// a FailoverSemaphore and a FailoverLimiter one by one, which answer as
+// they do without Redis.
+//
 // A Pacer hands out turns of a key at a rate, so that work refused by a
 // rate limit can be put off until its own turn rather than all until the
 // next token. A Pacer's line is its process's; a RedisPacer keeps one

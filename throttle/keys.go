@@ -21,3 +21,7 @@ func redisSemaphoreFreedChannel(prefix string) string { return "sem-freed:" + pr
 // redisMeterKey is the Redis key of a meter's hash (rate, at, last); one
 // key a script, so any key of the Cluster's slots will do.
 func redisMeterKey(prefix, key string) string { return "meter:" + prefix + key }
+
+// redisRateBucketKey is the whole Redis key of a rate limit bucket, as
+// redis_rate writes it.
+func redisRateBucketKey(prefix, key string) string { return "rate:" + redisRateKey(prefix, key) }

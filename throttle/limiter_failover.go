@@ -102,7 +102,7 @@ func (f *FailoverLimiter) Allow(ctx context.Context, key string, lim Limit, n in
 		if ctx.Err() != nil {
 			return Decision{}, ctx.Err() // the caller gave up; Redis is not to blame
 		}
-		f.dep.Failed(ctx, err)
+		f.failed(ctx, err)
 	}
 	if f.cfg.FailClosed {
 		return Decision{}, fmt.Errorf("rate limit %q: %w", key, ErrUnavailable)
@@ -110,3 +110,6 @@ func (f *FailoverLimiter) Allow(ctx context.Context, key string, lim Limit, n in
 	f.dep.Fallback()
 	return f.cfg.Fallback.Allow(ctx, key, lim, n)
 }
+
+// failed records a failure of Primary.
+func (f *FailoverLimiter) failed(ctx context.Context, err error) { f.dep.Failed(ctx, err) }

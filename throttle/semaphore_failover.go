@@ -102,25 +102,12 @@ func (f *FailoverSemaphore) TryAcquire(ctx context.Context, key string, limit in
 			if !ok {
 				return Permit{}, false, nil
 			}
-			f.local.take(key, 0) // counted, never refused
-			return newPermit(func() {
-				p.Release()
-				f.local.give(key)
-				if f.dep.Down() {
-					// Primary tells of it once it can, not now: the
-					// local slots it frees are told at once.
-					f.tell(key)
-				}
-			}), true, nil
+			return f.adopt(key, p), true, nil
 		}
 		if ctx.Err() != nil {
 			return Permit{}, false, ctx.Err() // the caller gave up; Redis is not to blame
 		}
-		if f.cfg.FailClosed {
-			f.dep.Failed(ctx, err)
-		} else {
-			f.dep.Failed(ctx, err, slog.Int("fleet_size", max(f.cfg.FleetSizeFunc(), 1)))
-		}
+		f.failed(ctx, err)
 	}
 	if f.cfg.FailClosed {
 		return Permit{}, false, fmt.Errorf("semaphore %q: %w", key, ErrUnavailable)
@@ -134,6 +121,30 @@ func (f *FailoverSemaphore) TryAcquire(ctx context.Context, key string, limit in
 		p.Release()
 		f.tell(key)
 	}), true, nil
+}
+
+// adopt counts here a slot of key that Primary gave, and returns the
+// Permit that gives it back to both.
+func (f *FailoverSemaphore) adopt(key string, p Permit) Permit {
+	f.local.take(key, 0) // counted, never refused
+	return newPermit(func() {
+		p.Release()
+		f.local.give(key)
+		if f.dep.Down() {
+			// Primary tells of it once it can, not now: the local
+			// slots it frees are told at once.
+			f.tell(key)
+		}
+	})
+}
+
+// failed records a failure of Primary.
+func (f *FailoverSemaphore) failed(ctx context.Context, err error) {
+	if f.cfg.FailClosed {
+		f.dep.Failed(ctx, err)
+		return
+	}
+	f.dep.Failed(ctx, err, slog.Int("fleet_size", max(f.cfg.FleetSizeFunc(), 1)))
 }
 
 // tell tells the OnFreed functions of one slot of key given back.

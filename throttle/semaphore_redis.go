@@ -194,24 +194,41 @@ func (s *RedisSemaphore) TryAcquire(ctx context.Context, key string, limit int) 
 	if limit <= 0 {
 		return newPermit(func() {}), true, nil
 	}
-	l := lease{name: key, id: s.owner + "-" + strconv.FormatUint(s.seq.Add(1), 36)}
+	l := s.newLease(key)
 	n, err := acquireScript.Run(ctx, s.cfg.Client, []string{s.redisKey(key)}, limit, s.cfg.Lease.Milliseconds(), l.id).Int()
 	if err != nil {
 		return Permit{}, false, fmt.Errorf("semaphore %q: %w", key, err)
 	}
+	if n != 1 {
+		s.answered(nil)
+		return Permit{}, false, nil
+	}
+	return s.answered([]lease{l})[0], true, nil
+}
+
+// newLease returns a lease of name with an id of its own.
+func (s *RedisSemaphore) newLease(name string) lease {
+	return lease{name: name, id: s.owner + "-" + strconv.FormatUint(s.seq.Add(1), 36)}
+}
+
+// answered holds the leases Redis has just added, to renew them until
+// their Permits, returned in order, are released. Redis answered: the
+// leases released while it did not are removed now.
+func (s *RedisSemaphore) answered(taken []lease) []Permit {
 	s.mu.Lock()
-	if n == 1 {
+	for _, l := range taken {
 		s.held[l] = struct{}{}
 	}
 	retry := s.failing && len(s.pending) > 0
 	s.mu.Unlock()
 	if retry {
-		s.wakeUp() // Redis answers again: remove the leases released meanwhile now
+		s.wakeUp()
 	}
-	if n != 1 {
-		return Permit{}, false, nil
+	ps := make([]Permit, len(taken))
+	for i, l := range taken {
+		ps[i] = newPermit(func() { s.release(l) })
 	}
-	return newPermit(func() { s.release(l) }), true, nil
+	return ps
 }
 
 // Held returns the number of leases this process holds.

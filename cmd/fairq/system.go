@@ -449,7 +449,7 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		}
 		// While Redis is down each worker takes its share of the rate:
 		// the tenant's rate divided by the last known fleet size.
-		cfg.Rate, err = throttle.NewFailoverLimiter(throttle.FailoverConfig{
+		rate, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{
 			Primary: primary,
 			Fallback: &throttle.ScaledLimiter{
 				Limiter:    throttle.NewLocalLimiter(throttle.LocalConfig{}),
@@ -463,6 +463,7 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		if err != nil {
 			return nil, err
 		}
+		cfg.Rate = rate
 		// Spilled messages come back at their tenant's rate, whichever
 		// workers spilled them: one line of turns in Redis, each
 		// worker's own at its share while Redis is down.
@@ -493,7 +494,7 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Semaphore, err = throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
+		sem, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
 			Primary:       s.semaphore,
 			FailClosed:    !s.cfg.Redis.FailOpen,
 			FleetSizeFunc: s.fleet.Last,
@@ -501,6 +502,18 @@ func (s *system) workerLimiter() (consumer.Limiter, error) {
 			Logger:        s.logger,
 			RedisMetrics:  s.degrade,
 		})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Semaphore = sem
+		// A message's slot and token in one round trip to Redis, where
+		// asking for each costs one (and a refused token one more, to
+		// give the slot back).
+		both, err := throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: s.semaphore, RatePrefix: s.keyPrefix()})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Admitter, err = throttle.NewFailoverAdmitter(throttle.FailoverAdmitterConfig{Primary: both, Semaphore: sem, Rate: rate})
 		if err != nil {
 			return nil, err
 		}
