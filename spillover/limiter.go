@@ -251,8 +251,9 @@ func New(cfg Config) (*Limiter, error) {
 // age and moves one past the backlog age to the backlog queue (aged);
 // otherwise it takes a concurrency slot of the message's tenant and a
 // token of its process_rate, both or neither (Config.Admitter), and
-// dispatches the message with a Done that gives the slot back, or spills the message to the overflow queue,
-// delayed (to the backlog queue if it would come back old).
+// dispatches the message with a Done that gives the slot back, or spills
+// the message to the overflow queue, delayed (to the backlog queue if it
+// would come back old).
 func (l *Limiter) Admit(ctx context.Context, m *consumer.Message) (consumer.Verdict, error) {
 	id := m.Tenant
 	if v, ok := stateVerdict(l.tenantState(id), m.EnqueuedAt); ok {
@@ -382,7 +383,6 @@ func (s slots) Release() {
 // for it in h or spilled to its turn (noToken); refused a slot, held for
 // one due soon or spilled to wait for one (noSlot).
 func (l *Limiter) take(ctx context.Context, label, id string, lim tenant.Resolved, y yielding, m *consumer.Message, bs []rateBucket, h *holds) (slots, consumer.Verdict, error) {
-	// Arrays rather than slices: asked for at every message.
 	var need [2]throttle.Slot
 	var tokens [2]throttle.Token
 	n := 0
