@@ -7,6 +7,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/fairq/fairq/tenant"
+	"github.com/fairq/fairq/throttle"
 )
 
 // The keys of a tenant's limits in the throttle limiters and semaphores;
@@ -22,6 +23,17 @@ func tag(id string) string {
 		return "{" + id + "}"
 	}
 	return "{#" + strconv.FormatUint(xxhash.Sum64String(id), 36) + "}"
+}
+
+// RedisKeys returns the Redis keys of tenant id's limits in the workers,
+// under the prefix the workers give their throttle semaphore and buckets:
+// the keys one script takes a message's slots and tokens in
+// (throttle.RedisAdmitter), all in one hash slot of a Redis Cluster.
+func RedisKeys(prefix, id string) []string {
+	return throttle.RedisAdmitKeys(prefix, prefix, throttle.Need{
+		Slots:  []throttle.Slot{{Key: concurrencyKey(id)}, {Key: backlogConcurrencyKey(id)}},
+		Tokens: []throttle.Token{{Key: processKey(id)}, {Key: backlogKey(id)}},
+	})
 }
 
 // processKey is the key of a tenant's process_rate bucket (the gateway's

@@ -1,7 +1,10 @@
 package spillover
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/fairq/fairq/internal/keyslot"
 	"github.com/fairq/fairq/tenant"
@@ -10,7 +13,8 @@ import (
 
 // TestTenantKeysShareASlot: the keys one Redis script takes a message's
 // slots and tokens in (throttle.RedisAdmitter) live in one hash slot of a
-// Redis Cluster, for any tenant a message may carry.
+// Redis Cluster, for any tenant a message may carry; RedisKeys names the
+// keys Admit asks for.
 func TestTenantKeysShareASlot(t *testing.T) {
 	t.Parallel()
 	// A worker's prefix is its queue prefix and a colon: letters, digits,
@@ -27,7 +31,11 @@ func TestTenantKeysShareASlot(t *testing.T) {
 			if len(need.Tokens) != 2 {
 				t.Fatalf("tenant %q: %d buckets, want the tenant's and old work's", id, len(need.Tokens))
 			}
-			groups["limits of "+id] = throttle.RedisAdmitKeys(prefix, prefix, need)
+			asked := throttle.RedisAdmitKeys(prefix, prefix, need)
+			if diff := cmp.Diff(slices.Sorted(slices.Values(RedisKeys(prefix, id))), slices.Sorted(slices.Values(asked))); diff != "" {
+				t.Errorf("tenant %q: RedisKeys differs from the keys asked for (-RedisKeys +asked):\n%s", id, diff)
+			}
+			groups["limits of "+id] = asked
 		}
 		if err := keyslot.Check(groups); err != nil {
 			t.Errorf("prefix %q: %v", prefix, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/fairq/fairq/consumer"
 	"github.com/fairq/fairq/internal/keyslot"
 	"github.com/fairq/fairq/internal/testenv"
+	"github.com/fairq/fairq/spillover"
 	"github.com/fairq/fairq/tenant"
 )
 
@@ -162,13 +163,10 @@ func runFailover(t *testing.T, cluster *testenv.Cluster, open bool) {
 // failoverPlacement picks a key prefix, a master to kill and the ids of
 // the tenants: the master has a replica and holds neither the tenant
 // registry's keys nor the fleet's; conc's and rate's keys (their
-// process_rate bucket and concurrency semaphore) are all on it, calm's on
-// the others.
-//
-// CRC16 is linear: for ids of one length, the slots of a tenant's two
-// keys differ by a constant that the prefix and that length decide, and
-// for some it keeps them on two masters whatever the id. So the ids are
-// sought over several lengths, and over several prefixes.
+// process_rate buckets and concurrency semaphores, spillover.RedisKeys)
+// are all on it, calm's on the others. A tenant's keys share its id as a
+// hash tag, so each id has one master; ids are sought over several
+// lengths, and prefixes until one leaves a master to kill.
 func failoverPlacement(t *testing.T, cluster *testenv.Cluster) (prefix, victim string, ids map[string]string) {
 	t.Helper()
 	shards := agreedShards(t, cluster)
@@ -201,8 +199,14 @@ func failoverPlacement(t *testing.T, cluster *testenv.Cluster) (prefix, victim s
 			for i := 0; i < 1000 && ids[ft.role] == ""; i++ {
 				// 1 to 20 digits: twenty lengths.
 				id := fmt.Sprintf("%s%0*d", ft.role, 1+i%20, i)
-				rate, sem := master("rate:"+prefix+":process:"+id), master("sem:"+prefix+":concurrency:"+id)
-				if ft.onVictim == (rate == victim) && ft.onVictim == (sem == victim) {
+				on := 0
+				keys := spillover.RedisKeys(prefix+":", id)
+				for _, k := range keys {
+					if master(k) == victim {
+						on++
+					}
+				}
+				if ft.onVictim && on == len(keys) || !ft.onVictim && on == 0 {
 					ids[ft.role] = id
 				}
 			}
