@@ -78,24 +78,27 @@ func (s Separately) TryAdmit(ctx context.Context, n Need) (Admission, error) {
 	}
 	for i, sl := range n.Slots {
 		p, ok, err := s.Semaphore.TryAcquire(ctx, sl.Key, sl.Limit)
-		if err != nil || !ok {
+		if err != nil {
+			giveBack()
+			return a, err
+		}
+		if !ok {
 			giveBack()
 			a.Slot = i
-			if err != nil {
-				a.Slot = -1
-			}
-			return a, err
+			return a, nil
 		}
 		a.Permits = append(a.Permits, p)
 	}
 	for i, t := range n.Tokens {
 		d, err := s.Rate.Allow(ctx, t.Key, t.Limit, 1)
-		if err != nil || d.Allowed < 1 {
+		if err != nil {
 			giveBack()
-			if err == nil {
-				a.Token, a.RetryAfter = i, d.RetryAfter
-			}
 			return a, err
+		}
+		if d.Allowed < 1 {
+			giveBack()
+			a.Token, a.RetryAfter = i, d.RetryAfter
+			return a, nil
 		}
 	}
 	a.Admitted = true

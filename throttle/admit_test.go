@@ -337,3 +337,37 @@ func testRedisAdmitterHugeRate(t *testing.T, newClient func() redis.UniversalCli
 		}
 	}
 }
+
+// TestSeparately: asked one by one, a refusal gives back the slots taken
+// before it and names what was missing.
+func TestSeparately(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	sem := throttle.NewLocalSemaphore()
+	a := throttle.Separately{Semaphore: sem, Rate: throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now})}
+	lim := throttle.Limit{Rate: 1, Burst: 1}
+	need := throttle.Need{
+		Slots:  []throttle.Slot{{Key: "a", Limit: 5}, {Key: "b", Limit: 1}},
+		Tokens: []throttle.Token{{Key: "free", Limit: throttle.Limit{}}, {Key: "t", Limit: lim}},
+	}
+	first := tryAdmit(t, a, need)
+	if !first.Admitted {
+		t.Fatalf("first: %+v, want admitted", first)
+	}
+	if got := tryAdmit(t, a, need); got.Admitted || got.Slot != 1 || got.Token != -1 {
+		t.Fatalf("with b full: %+v, want refused for slot 1", got)
+	}
+	if got := sem.InUse("a"); got != 1 {
+		t.Errorf("a holds %d slots after a refusal for b, want 1: the refusal's was not given back", got)
+	}
+	for _, p := range first.Permits {
+		p.Release()
+	}
+	got := tryAdmit(t, a, need)
+	if got.Admitted || got.Token != 1 || got.Slot != -1 || got.RetryAfter <= 0 {
+		t.Fatalf("with the bucket empty: %+v, want refused for token 1 with a RetryAfter", got)
+	}
+	if sem.InUse("a") != 0 || sem.InUse("b") != 0 {
+		t.Errorf("slots in use after a refusal for a token: a %d, b %d; want none", sem.InUse("a"), sem.InUse("b"))
+	}
+}
