@@ -17,20 +17,6 @@ import (
 	"github.com/fairq/fairq/throttle"
 )
 
-// startedSemaphore returns a RedisSemaphore started for the test.
-func startedSemaphore(t *testing.T, c redis.UniversalClient, prefix string) *throttle.RedisSemaphore {
-	t.Helper()
-	s, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Stop(context.Background()) })
-	return s
-}
-
 func tryAdmit(t *testing.T, a throttle.Admitter, n throttle.Need) throttle.Admission {
 	t.Helper()
 	got, err := a.TryAdmit(context.Background(), n)
@@ -54,7 +40,7 @@ func TestRedisAdmitterAllOrNothing(t *testing.T) {
 func testRedisAdmitterAllOrNothing(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
 	c := newClient()
 	ctx := context.Background()
-	sem := startedSemaphore(t, c, prefix)
+	sem := redisSemaphore(t, c, prefix, throttle.LeaseDefault)
 	a, err := throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: sem, RatePrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +82,7 @@ func testRedisAdmitterAllOrNothing(t *testing.T, newClient func() redis.Universa
 
 	first.Permits[1].Release()
 	first.Permits[0].Release() // unlimited: gives back nothing, harmless
-	waitFor(t, func() bool { return inUse() == 1 })
+	eventually(t, 5*time.Second, "the released slot removed", func() bool { return inUse() == 1 })
 	empty := tryAdmit(t, a, need)
 	if empty.Admitted || empty.Token != 1 || empty.Slot != -1 {
 		t.Fatalf("with the bucket empty: %+v, want refused for token 1", empty)
@@ -111,19 +97,7 @@ func testRedisAdmitterAllOrNothing(t *testing.T, newClient func() redis.Universa
 		t.Errorf("the semaphore renews %d leases, want 1", got)
 	}
 	second.Permits[1].Release()
-	waitFor(t, func() bool { return inUse() == 0 })
-}
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for range 500 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("condition not met within 5 s")
+	eventually(t, 5*time.Second, "the last slot removed", func() bool { return inUse() == 0 })
 }
 
 func TestRedisAdmitterSharedLimit(t *testing.T) {
@@ -146,7 +120,7 @@ func testRedisAdmitterSharedLimit(t *testing.T, newClient func() redis.Universal
 		bySlot   int
 	)
 	for range 2 {
-		a, err := throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: startedSemaphore(t, newClient(), prefix), RatePrefix: prefix})
+		a, err := throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: redisSemaphore(t, newClient(), prefix, throttle.LeaseDefault), RatePrefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +155,7 @@ func TestRedisAdmitterOneSlotOnly(t *testing.T) {
 		t.Fatalf("topology %q, want the cluster", topo.Name)
 	}
 	prefix := testenv.Prefix(t) + ":"
-	a, err := throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: startedSemaphore(t, topo.Client(t), prefix), RatePrefix: prefix})
+	a, err := throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: redisSemaphore(t, topo.Client(t), prefix, throttle.LeaseDefault), RatePrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,124 +171,105 @@ func TestRedisAdmitterOneSlotOnly(t *testing.T) {
 // flakyAdmitter is a primary Admitter over state in process that fails
 // while down is set.
 type flakyAdmitter struct {
-	a     throttle.Admitter
-	mu    sync.Mutex
-	down  bool
-	calls int
-}
-
-func (f *flakyAdmitter) set(down bool) {
-	f.mu.Lock()
-	f.down = down
-	f.mu.Unlock()
+	a throttle.Admitter
+	outage
 }
 
 func (f *flakyAdmitter) TryAdmit(ctx context.Context, n throttle.Need) (throttle.Admission, error) {
-	f.mu.Lock()
-	f.calls++
-	down := f.down
-	f.mu.Unlock()
-	if down {
-		return throttle.Admission{}, errors.New("dial tcp: connection refused")
+	if err := f.call(); err != nil {
+		return throttle.Admission{}, err
 	}
 	return f.a.TryAdmit(ctx, n)
 }
 
 func TestFailoverAdmitter(t *testing.T) {
 	t.Parallel()
-	for _, closed := range []bool{false, true} {
-		name := "fail open"
-		if closed {
-			name = "fail closed"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			c := newClock()
-			shared := throttle.NewLocalSemaphore() // Redis's slots, played in process
-			primary := &flakyAdmitter{a: throttle.Separately{Semaphore: shared, Rate: throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now})}}
-			semPrimary := &flakySemaphore{s: shared}
-			ratePrimary := &flaky{}
-			reg := prometheus.NewRegistry()
-			metrics := redisMetrics(t, reg)
-			var logs, semLogs bytes.Buffer
-			sem, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
-				Primary: semPrimary, FailClosed: closed, FleetSizeFunc: func() int { return 2 },
-				Cooldown: time.Second, Component: "semaphore", Logger: slog.New(slog.NewTextHandler(&semLogs, nil)), RedisMetrics: metrics, Now: c.Now,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rate, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{
-				Primary: ratePrimary, Fallback: throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now}), FailClosed: closed,
-				Cooldown: time.Second, Component: "ratelimit", Logger: slog.New(slog.NewTextHandler(&logs, nil)), RedisMetrics: metrics, Now: c.Now,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := throttle.NewFailoverAdmitter(throttle.FailoverAdmitterConfig{Primary: primary, Semaphore: sem, Rate: rate})
-			if err != nil {
-				t.Fatal(err)
-			}
-			need := throttle.Need{
-				Slots:  []throttle.Slot{{Key: "k", Limit: 5}}, // a fleet of 2: a local share of 3
-				Tokens: []throttle.Token{{Key: "k", Limit: throttle.Limit{Rate: 1000, Burst: 1000}}},
-			}
-
-			held := tryAdmit(t, f, need)
-			if !held.Admitted || shared.InUse("k") != 1 {
-				t.Fatalf("healthy: %+v, %d slots in the primary; want admitted, 1", held, shared.InUse("k"))
-			}
-			if semPrimary.calls != 0 || ratePrimary.calls != 0 {
-				t.Errorf("healthy: the semaphore's and limiter's primaries asked %d and %d times, want none", semPrimary.calls, ratePrimary.calls)
-			}
-
-			primary.set(true)
-			semPrimary.set(true)
-			ratePrimary.set(true)
-			granted := 0
-			for i := range 4 {
-				got, err := f.TryAdmit(context.Background(), need)
-				switch {
-				case closed:
-					if !errors.Is(err, throttle.ErrUnavailable) {
-						t.Fatalf("down, call %d: err %v, want ErrUnavailable", i, err)
-					}
-				case err != nil:
-					t.Fatalf("down, call %d: %v", i, err)
-				case got.Admitted:
-					granted++
-				}
-			}
-			// The share of 3 counts the slot taken through the primary.
-			if want := map[bool]int{false: 2, true: 0}[closed]; granted != want {
-				t.Errorf("admitted %d while down, want %d", granted, want)
-			}
-			if primary.calls != 2 || semPrimary.calls != 0 || ratePrimary.calls != 0 {
-				t.Errorf("down: primaries asked %d, %d, %d times; want 2 (healthy, then the failure), 0, 0", primary.calls, semPrimary.calls, ratePrimary.calls)
-			}
-			if !sem.Degraded() || gauge(t, reg, "fairq_redis_degraded") != 1 {
-				t.Error("the semaphore and the limiter not both degraded while down")
-			}
-			held.Permits[0].Release()
-			if got := shared.InUse("k"); got != 0 {
-				t.Errorf("the primary's slot not given back: %d in use", got)
-			}
-
-			primary.set(false)
-			c.Advance(time.Second)
-			if got := tryAdmit(t, f, need); !got.Admitted || shared.InUse("k") != 1 {
-				t.Fatalf("after the cooldown: %+v, %d slots in the primary; want admitted, 1", got, shared.InUse("k"))
-			}
-			if sem.Degraded() {
-				t.Error("the semaphore still degraded once the primary answers")
-			}
-			// Fail open, the limiter answered the two admitted while down.
-			checkRecovered(t, reg, logs.String(), closed, 2.0)
-			if down, back := strings.Count(semLogs.String(), "redis unreachable"), strings.Count(semLogs.String(), "redis is back"); down != 1 || back != 1 {
-				t.Errorf("the semaphore logged %d failures and %d recoveries, want 1 and 1:\n%s", down, back, semLogs.String())
-			}
+	failModes(t, func(t *testing.T, closed bool) {
+		c := newClock()
+		shared := throttle.NewLocalSemaphore() // Redis's slots, played in process
+		primary := &flakyAdmitter{a: throttle.Separately{Semaphore: shared, Rate: throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now})}}
+		semPrimary := &flakySemaphore{s: shared}
+		ratePrimary := &flaky{}
+		reg := prometheus.NewRegistry()
+		metrics := redisMetrics(t, reg)
+		var logs, semLogs bytes.Buffer
+		sem, err := throttle.NewFailoverSemaphore(throttle.FailoverSemaphoreConfig{
+			Primary: semPrimary, FailClosed: closed, FleetSizeFunc: func() int { return 2 },
+			Cooldown: time.Second, Component: "semaphore", Logger: slog.New(slog.NewTextHandler(&semLogs, nil)), RedisMetrics: metrics, Now: c.Now,
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rate, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{
+			Primary: ratePrimary, Fallback: throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now}), FailClosed: closed,
+			Cooldown: time.Second, Component: "ratelimit", Logger: slog.New(slog.NewTextHandler(&logs, nil)), RedisMetrics: metrics, Now: c.Now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := throttle.NewFailoverAdmitter(throttle.FailoverAdmitterConfig{Primary: primary, Semaphore: sem, Rate: rate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		need := throttle.Need{
+			Slots:  []throttle.Slot{{Key: "k", Limit: 5}}, // a fleet of 2: a local share of 3
+			Tokens: []throttle.Token{{Key: "k", Limit: throttle.Limit{Rate: 1000, Burst: 1000}}},
+		}
+
+		held := tryAdmit(t, f, need)
+		if !held.Admitted || shared.InUse("k") != 1 {
+			t.Fatalf("healthy: %+v, %d slots in the primary; want admitted, 1", held, shared.InUse("k"))
+		}
+		if semPrimary.calls != 0 || ratePrimary.calls != 0 {
+			t.Errorf("healthy: the semaphore's and limiter's primaries asked %d and %d times, want none", semPrimary.calls, ratePrimary.calls)
+		}
+
+		primary.set(true)
+		semPrimary.set(true)
+		ratePrimary.set(true)
+		granted := 0
+		for i := range 4 {
+			got, err := f.TryAdmit(context.Background(), need)
+			switch {
+			case closed:
+				if !errors.Is(err, throttle.ErrUnavailable) {
+					t.Fatalf("down, call %d: err %v, want ErrUnavailable", i, err)
+				}
+			case err != nil:
+				t.Fatalf("down, call %d: %v", i, err)
+			case got.Admitted:
+				granted++
+			}
+		}
+		// The share of 3 counts the slot taken through the primary.
+		if want := map[bool]int{false: 2, true: 0}[closed]; granted != want {
+			t.Errorf("admitted %d while down, want %d", granted, want)
+		}
+		if primary.calls != 2 || semPrimary.calls != 0 || ratePrimary.calls != 0 {
+			t.Errorf("down: primaries asked %d, %d, %d times; want 2 (healthy, then the failure), 0, 0", primary.calls, semPrimary.calls, ratePrimary.calls)
+		}
+		if !sem.Degraded() || gauge(t, reg, "fairq_redis_degraded") != 1 {
+			t.Error("the semaphore and the limiter not both degraded while down")
+		}
+		held.Permits[0].Release()
+		if got := shared.InUse("k"); got != 0 {
+			t.Errorf("the primary's slot not given back: %d in use", got)
+		}
+
+		primary.set(false)
+		c.Advance(time.Second)
+		if got := tryAdmit(t, f, need); !got.Admitted || shared.InUse("k") != 1 {
+			t.Fatalf("after the cooldown: %+v, %d slots in the primary; want admitted, 1", got, shared.InUse("k"))
+		}
+		if sem.Degraded() {
+			t.Error("the semaphore still degraded once the primary answers")
+		}
+		// Fail open, the limiter answered the two admitted while down.
+		checkRecovered(t, reg, logs.String(), closed, 2.0)
+		if down, back := strings.Count(semLogs.String(), "redis unreachable"), strings.Count(semLogs.String(), "redis is back"); down != 1 || back != 1 {
+			t.Errorf("the semaphore logged %d failures and %d recoveries, want 1 and 1:\n%s", down, back, semLogs.String())
+		}
+	})
 }
 
 func TestRedisAdmitterHugeRate(t *testing.T) {
@@ -326,7 +281,7 @@ func TestRedisAdmitterHugeRate(t *testing.T) {
 // bucket's time less than a float can tell still admits (the bucket then
 // needs no key).
 func testRedisAdmitterHugeRate(t *testing.T, newClient func() redis.UniversalClient, prefix string) {
-	a, err := throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: startedSemaphore(t, newClient(), prefix), RatePrefix: prefix})
+	a, err := throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: redisSemaphore(t, newClient(), prefix, throttle.LeaseDefault), RatePrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

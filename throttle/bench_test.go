@@ -112,16 +112,10 @@ func BenchmarkRedisAdmit(b *testing.B) {
 			b.Run(topo.Name+"/"+way, func(b *testing.B) {
 				c := topo.Client(b)
 				prefix := testenv.Prefix(b) + ":"
-				sem, err := throttle.NewRedisSemaphore(throttle.RedisSemaphoreConfig{Client: c, Prefix: prefix})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := sem.Start(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				defer sem.Stop(context.Background())
+				sem := redisSemaphore(b, c, prefix, time.Minute)
 				var a throttle.Admitter = throttle.Separately{Semaphore: sem, Rate: redisLimiter(b, c, prefix)}
 				if way == "together" {
+					var err error
 					if a, err = throttle.NewRedisAdmitter(throttle.RedisAdmitterConfig{Semaphore: sem, RatePrefix: prefix}); err != nil {
 						b.Fatal(err)
 					}

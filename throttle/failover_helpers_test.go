@@ -1,7 +1,9 @@
 package throttle_test
 
 import (
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,4 +43,41 @@ func checkRecovered(t *testing.T, reg *prometheus.Registry, logs string, closed 
 	if n := strings.Count(logs, "redis is back"); n != 1 {
 		t.Errorf("%d log lines about the recovery, want 1:\n%s", n, logs)
 	}
+}
+
+// failModes runs test as two parallel subtests, failing open and failing
+// closed.
+func failModes(t *testing.T, test func(t *testing.T, closed bool)) {
+	t.Helper()
+	for _, closed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fail open", true: "fail closed"}[closed], func(t *testing.T) {
+			t.Parallel()
+			test(t, closed)
+		})
+	}
+}
+
+// outage is a primary's switch: while down, its calls fail as calls to
+// an unreachable Redis do. It counts the calls.
+type outage struct {
+	mu    sync.Mutex
+	down  bool
+	calls int
+}
+
+func (o *outage) set(down bool) {
+	o.mu.Lock()
+	o.down = down
+	o.mu.Unlock()
+}
+
+// call counts a call and returns the error it fails with, nil while up.
+func (o *outage) call() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls++
+	if o.down {
+		return errors.New("dial tcp: connection refused")
+	}
+	return nil
 }

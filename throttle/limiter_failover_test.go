@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,84 +15,66 @@ import (
 
 // flaky is a primary limiter that fails while down is set.
 type flaky struct {
-	mu    sync.Mutex
-	down  bool
-	calls int
-}
-
-func (f *flaky) set(down bool) {
-	f.mu.Lock()
-	f.down = down
-	f.mu.Unlock()
+	outage
 }
 
 func (f *flaky) Allow(ctx context.Context, key string, l throttle.Limit, n int) (throttle.Decision, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	if f.down {
-		return throttle.Decision{}, errors.New("dial tcp: connection refused")
+	if err := f.call(); err != nil {
+		return throttle.Decision{}, err
 	}
 	return throttle.Decision{Allowed: n, Limit: l, Remaining: 1000}, nil
 }
 
 func TestFailoverLimiter(t *testing.T) {
 	t.Parallel()
-	for _, closed := range []bool{false, true} {
-		name := "fail open"
-		if closed {
-			name = "fail closed"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			c := newClock()
-			primary := &flaky{}
-			reg := prometheus.NewRegistry()
-			var logs bytes.Buffer
-			f, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{
-				Primary:      primary,
-				Fallback:     throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now}),
-				FailClosed:   closed,
-				Cooldown:     time.Second,
-				Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
-				RedisMetrics: redisMetrics(t, reg),
-				Now:          c.Now,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			lim := throttle.Limit{Rate: 1, Burst: 2}
-
-			if d, err := f.Allow(ctx, "k", lim, 1); err != nil || d.Remaining != 1000 {
-				t.Fatalf("healthy: %+v, %v; want the primary's answer", d, err)
-			}
-			primary.set(true)
-			for i := range 3 {
-				d, err := f.Allow(ctx, "k", lim, 1)
-				switch {
-				case closed && !errors.Is(err, throttle.ErrUnavailable):
-					t.Fatalf("down, call %d: err %v, want ErrUnavailable", i, err)
-				case !closed && err != nil:
-					t.Fatalf("down, call %d: %v", i, err)
-				case !closed && d.Allowed != min(1, 2-i) && i < 2:
-					t.Fatalf("down, call %d: allowed %d from the local bucket of 2", i, d.Allowed)
-				}
-			}
-			if primary.calls != 2 {
-				t.Errorf("primary asked %d times, want 2: once healthy, once more before the cooldown", primary.calls)
-			}
-			if got := gauge(t, reg, "fairq_redis_degraded"); got != 1 {
-				t.Errorf("fairq_redis_degraded = %v while down, want 1", got)
-			}
-			primary.set(false)
-			c.Advance(time.Second)
-			if d, err := f.Allow(ctx, "k", lim, 1); err != nil || d.Remaining != 1000 {
-				t.Fatalf("after the cooldown: %+v, %v; want the primary's answer", d, err)
-			}
-			checkRecovered(t, reg, logs.String(), closed, 3.0)
+	failModes(t, func(t *testing.T, closed bool) {
+		c := newClock()
+		primary := &flaky{}
+		reg := prometheus.NewRegistry()
+		var logs bytes.Buffer
+		f, err := throttle.NewFailoverLimiter(throttle.FailoverConfig{
+			Primary:      primary,
+			Fallback:     throttle.NewLocalLimiter(throttle.LocalConfig{Now: c.Now}),
+			FailClosed:   closed,
+			Cooldown:     time.Second,
+			Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
+			RedisMetrics: redisMetrics(t, reg),
+			Now:          c.Now,
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		lim := throttle.Limit{Rate: 1, Burst: 2}
+
+		if d, err := f.Allow(ctx, "k", lim, 1); err != nil || d.Remaining != 1000 {
+			t.Fatalf("healthy: %+v, %v; want the primary's answer", d, err)
+		}
+		primary.set(true)
+		for i := range 3 {
+			d, err := f.Allow(ctx, "k", lim, 1)
+			switch {
+			case closed && !errors.Is(err, throttle.ErrUnavailable):
+				t.Fatalf("down, call %d: err %v, want ErrUnavailable", i, err)
+			case !closed && err != nil:
+				t.Fatalf("down, call %d: %v", i, err)
+			case !closed && d.Allowed != min(1, 2-i) && i < 2:
+				t.Fatalf("down, call %d: allowed %d from the local bucket of 2", i, d.Allowed)
+			}
+		}
+		if primary.calls != 2 {
+			t.Errorf("primary asked %d times, want 2: once healthy, once more before the cooldown", primary.calls)
+		}
+		if got := gauge(t, reg, "fairq_redis_degraded"); got != 1 {
+			t.Errorf("fairq_redis_degraded = %v while down, want 1", got)
+		}
+		primary.set(false)
+		c.Advance(time.Second)
+		if d, err := f.Allow(ctx, "k", lim, 1); err != nil || d.Remaining != 1000 {
+			t.Fatalf("after the cooldown: %+v, %v; want the primary's answer", d, err)
+		}
+		checkRecovered(t, reg, logs.String(), closed, 3.0)
+	})
 }
 
 func TestFailoverCallerCancelIsNotAnOutage(t *testing.T) {

@@ -3,9 +3,7 @@ package throttle_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,23 +15,12 @@ import (
 // flakyPacer is a primary pacer that fails while down is set, and
 // otherwise answers a wait of an hour, which no local turn is.
 type flakyPacer struct {
-	mu    sync.Mutex
-	down  bool
-	calls int
-}
-
-func (f *flakyPacer) set(down bool) {
-	f.mu.Lock()
-	f.down = down
-	f.mu.Unlock()
+	outage
 }
 
 func (f *flakyPacer) Reserve(context.Context, string, float64, time.Duration, time.Duration) (time.Duration, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	if f.down {
-		return 0, errors.New("dial tcp: connection refused")
+	if err := f.call(); err != nil {
+		return 0, err
 	}
 	return time.Hour, nil
 }
