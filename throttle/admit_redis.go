@@ -30,7 +30,9 @@ type RedisAdmitterConfig struct {
 // share one hash slot: keys that carry one hash tag, as a tenant's do. The
 // slots are the semaphore's leases, renewed and given back by it as its
 // own; the buckets are redis_rate's GCRA state, which a RedisLimiter with
-// the same prefix reads and writes alike.
+// the same prefix reads and writes alike. If a reply is lost (a timeout),
+// the slots may have been taken without this process knowing: they are
+// not renewed and expire within the semaphore's Lease.
 type RedisAdmitter struct {
 	sem        *RedisSemaphore
 	ratePrefix string
