@@ -15,14 +15,16 @@ import (
 // the tenant's hash tag, so that one Redis script can take a message's
 // slots and tokens together on a Redis Cluster (throttle.RedisAdmitter).
 
-// tag is the hash tag of a tenant's keys: its id in braces. An id that
-// cannot name a tenant (a message sent to a queue by hand may carry any
-// tenant, or none) could hold a brace: it is tagged by its hash instead.
-func tag(id string) string {
+// tagged returns kind followed by the hash tag of a tenant's keys: its id
+// in braces, in one string built at once (Admit builds several at every
+// message). An id that cannot name a tenant (a message sent to a queue by
+// hand may carry any tenant, or none) could hold a brace: it is tagged by
+// its hash instead.
+func tagged(kind, id string) string {
 	if tenant.ValidID(id) {
-		return "{" + id + "}"
+		return kind + "{" + id + "}"
 	}
-	return "{#" + strconv.FormatUint(xxhash.Sum64String(id), 36) + "}"
+	return kind + "{#" + strconv.FormatUint(xxhash.Sum64String(id), 36) + "}"
 }
 
 // RedisKeys returns the Redis keys of tenant id's limits in the workers,
@@ -38,20 +40,20 @@ func RedisKeys(prefix, id string) []string {
 
 // processKey is the key of a tenant's process_rate bucket (the gateway's
 // ingest_rate bucket is "ingest:" + id).
-func processKey(id string) string { return "process:" + tag(id) }
+func processKey(id string) string { return tagged("process:", id) }
 
 // concurrencyKey is the key of a tenant's concurrency semaphore.
-func concurrencyKey(id string) string { return "concurrency:" + tag(id) }
+func concurrencyKey(id string) string { return tagged("concurrency:", id) }
 
 // backlogKey is the key of the bucket that holds a tenant's messages from
 // the backlog queue to what its fresh messages leave of its process_rate,
 // on top of processKey.
-func backlogKey(id string) string { return "process-backlog:" + tag(id) }
+func backlogKey(id string) string { return tagged("process-backlog:", id) }
 
 // backlogConcurrencyKey is the key of the semaphore that holds a tenant's
 // messages from the backlog queue to what its fresh messages leave of its
 // concurrency, on top of concurrencyKey.
-func backlogConcurrencyKey(id string) string { return "concurrency-backlog:" + tag(id) }
+func backlogConcurrencyKey(id string) string { return tagged("concurrency-backlog:", id) }
 
 // backlogLineOf returns the backlogConcurrencyKey of the tenant whose
 // concurrencyKey key is, and false for any other key.

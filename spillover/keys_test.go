@@ -23,13 +23,11 @@ func TestTenantKeysShareASlot(t *testing.T) {
 		groups := map[string][]string{}
 		for _, id := range []string{"acme", "a.b-c_D9", "", "{acme}", "a}b{c", "not a tenant", "{"} {
 			y := yielding{on: true, concurrency: 1, rate: throttle.Limit{Rate: 1}}
-			bs, n := rateBuckets(id, y, tenant.Resolved{ProcessRate: 2, Concurrency: 2})
-			need := throttle.Need{Slots: []throttle.Slot{{Key: backlogConcurrencyKey(id)}, {Key: concurrencyKey(id)}}}
-			for _, b := range bs[:n] {
-				need.Tokens = append(need.Tokens, throttle.Token{Key: b.key})
-			}
-			if len(need.Tokens) != 2 {
-				t.Fatalf("tenant %q: %d buckets, want the tenant's and old work's", id, len(need.Tokens))
+			lim := tenant.Resolved{ProcessRate: 2, Concurrency: 2}
+			bs, n := rateBuckets(id, y, lim)
+			need := admitNeed(id, lim, y, bs[:n])
+			if len(need.Slots) != 2 || len(need.Tokens) != 2 {
+				t.Fatalf("tenant %q: %d slots and %d buckets, want the tenant's and old work's of each", id, len(need.Slots), len(need.Tokens))
 			}
 			asked := throttle.RedisAdmitKeys(prefix, prefix, need)
 			if diff := cmp.Diff(slices.Sorted(slices.Values(RedisKeys(prefix, id))), slices.Sorted(slices.Values(asked))); diff != "" {

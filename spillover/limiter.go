@@ -383,18 +383,9 @@ func (s slots) Release() {
 // for it in h or spilled to its turn (noToken); refused a slot, held for
 // one due soon or spilled to wait for one (noSlot).
 func (l *Limiter) take(ctx context.Context, label, id string, lim tenant.Resolved, y yielding, m *consumer.Message, bs []rateBucket, h *holds) (slots, consumer.Verdict, error) {
-	var need [2]throttle.Slot
-	var tokens [2]throttle.Token
-	n := 0
-	if y.on {
-		need[n] = throttle.Slot{Key: backlogConcurrencyKey(id), Limit: y.concurrency}
-		n++
-	}
-	need[n] = throttle.Slot{Key: concurrencyKey(id), Limit: lim.Concurrency}
-	for i, b := range bs {
-		tokens[i] = throttle.Token{Key: b.key, Limit: b.lim}
-	}
-	a, err := l.cfg.Admitter.TryAdmit(ctx, throttle.Need{Slots: need[:n+1], Tokens: tokens[:len(bs)]})
+	need := admitNeed(id, lim, y, bs)
+	n := len(need.Slots) - 1 // the tenant's slot, after old work's own
+	a, err := l.cfg.Admitter.TryAdmit(ctx, need)
 	switch {
 	case err != nil:
 		v, err := l.failed(label, id, err, m)
@@ -419,6 +410,28 @@ func (l *Limiter) take(ctx context.Context, label, id string, lim tenant.Resolve
 		return slots{}, l.noToken(ctx, label, id, b.key, b.lim, lim.ProcessRate, m, b.old, h, a.RetryAfter), nil
 	}
 	return slots{}, l.noSlot(ctx, label, id, lim, y, m), nil
+}
+
+// needBuf holds the slots and tokens of an admitNeed: at most two of each.
+type needBuf struct {
+	slots  [2]throttle.Slot
+	tokens [2]throttle.Token
+}
+
+// admitNeed is what a message of tenant id takes to start (take): for
+// old work while fresh work comes (y.on), a slot of the old work's own
+// semaphore, then one of the tenant's; and a token of each of bs.
+func admitNeed(id string, lim tenant.Resolved, y yielding, bs []rateBucket) throttle.Need {
+	buf := new(needBuf) // one allocation for both lists
+	need := throttle.Need{Slots: buf.slots[:0], Tokens: buf.tokens[:0]}
+	if y.on {
+		need.Slots = append(need.Slots, throttle.Slot{Key: backlogConcurrencyKey(id), Limit: y.concurrency})
+	}
+	need.Slots = append(need.Slots, throttle.Slot{Key: concurrencyKey(id), Limit: lim.Concurrency})
+	for _, b := range bs {
+		need.Tokens = append(need.Tokens, throttle.Token{Key: b.key, Limit: b.lim})
+	}
+	return need
 }
 
 // noSlot refuses a message of tenant id that found no concurrency slot:
