@@ -70,7 +70,10 @@ type Counter struct {
 
 type cached struct {
 	n  int64
-	at time.Time
+	at time.Time // when the count was read from Redis
+	// added is when this process last added to n: a reading that began
+	// before it does not replace it, as it may not hold the Add.
+	added time.Time
 }
 
 // store holds the buckets. cutoff is the oldest bucket still kept, in unix
@@ -119,6 +122,7 @@ func (c *Counter) Add(ctx context.Context, tenant string, n int64) error {
 	c.mu.Lock()
 	if e, ok := c.cache[tenant]; ok {
 		e.n += n
+		e.added = c.cfg.Now()
 		c.cache[tenant] = e
 	}
 	c.mu.Unlock()
@@ -131,11 +135,12 @@ func (c *Counter) Done(ctx context.Context, tenant string, n int64) error {
 	if n <= 0 {
 		return nil
 	}
-	left, err := c.store.take(ctx, tenant, c.cutoff(c.cfg.Now()), n)
+	now := c.cfg.Now()
+	left, err := c.store.take(ctx, tenant, c.cutoff(now), n)
 	if err != nil {
 		return fmt.Errorf("backlog of %q: %w", tenant, err)
 	}
-	c.remember(tenant, left)
+	c.remember(tenant, left, now)
 	return nil
 }
 
@@ -171,16 +176,47 @@ func (c *Counter) get(ctx context.Context, tenant string, timeout, maxStale time
 	if err != nil {
 		return 0, fmt.Errorf("backlog of %q: %w", tenant, err)
 	}
-	c.remember(tenant, n)
+	c.remember(tenant, n, now)
 	return n, nil
 }
 
-func (c *Counter) remember(tenant string, n int64) {
+// refreshChunk bounds the tenants one call of Refresh reads, so that one
+// script does not hold Redis for long.
+const refreshChunk = 256
+
+// Refresh reads the counts of tenants from Redis into the cache that Get
+// answers from, in one call per refreshChunk tenants. Without Redis it
+// does nothing.
+func (c *Counter) Refresh(ctx context.Context, tenants []string) error {
+	rs, ok := c.store.(*redisStore)
+	if !ok {
+		return nil
+	}
+	for len(tenants) > 0 {
+		chunk := tenants[:min(len(tenants), refreshChunk)]
+		tenants = tenants[len(chunk):]
+		now := c.cfg.Now()
+		ns, err := rs.counts(ctx, chunk, c.cutoff(now))
+		if err != nil {
+			return fmt.Errorf("backlogs of %d tenants: %w", len(chunk), err)
+		}
+		for i, tenant := range chunk {
+			c.remember(tenant, ns[i], now)
+		}
+	}
+	return nil
+}
+
+// remember caches a tenant's count n, read from Redis at asOf, unless
+// the cache holds a reading or an Add of this process since.
+func (c *Counter) remember(tenant string, n int64, asOf time.Time) {
 	if _, mem := c.store.(*memStore); mem {
 		return
 	}
 	c.mu.Lock()
-	c.cache[tenant] = cached{n: n, at: c.cfg.Now()}
+	if e, ok := c.cache[tenant]; !ok || !e.at.After(asOf) && !e.added.After(asOf) {
+		c.cache[tenant] = cached{n: n, at: asOf}
+	}
 	c.mu.Unlock()
 }
 

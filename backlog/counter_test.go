@@ -273,3 +273,70 @@ func ExampleCounter() {
 	fmt.Println(n)
 	// Output: 2
 }
+
+// addAfterRead is a hook that, once armed, lets the next command that
+// succeeds run and then, before its answer comes back, has add run: armed before a
+// Refresh, an Add made while its reading was on its way.
+type addAfterRead struct {
+	scriptCalls
+	add func()
+}
+
+func (h *addAfterRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return h.scriptCalls.ProcessHook(func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if add := h.add; add != nil && err == nil { // not a NOSCRIPT before the script is sent
+			h.add = nil
+			add()
+		}
+		return err
+	})
+}
+
+// TestRefreshKeepsLaterAdds: a count read before this process's Add, and
+// answered after it, does not replace the cached count that holds the
+// Add; Refresh's readings otherwise replace the cache.
+func TestRefreshKeepsLaterAdds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	client := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+	t.Cleanup(func() { client.Close() })
+	hook := &addAfterRead{}
+	client.AddHook(hook)
+	prefix := testenv.Prefix(t) + ":"
+	gw, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(t, gw, "a") // caches 0
+	hook.add = func() {
+		clk.Advance(time.Millisecond)
+		if err := gw.Add(ctx, "a", 2); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := gw.Refresh(ctx, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if hook.add != nil {
+		t.Fatal("the hook did not add")
+	}
+	if got := get(t, gw, "a"); got != 2 {
+		t.Errorf("after a reading that missed this process's Add: %d, want the cached 2", got)
+	}
+	other, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, Now: clk.Now, MaxStale: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Add(ctx, "a", 5); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Millisecond)
+	if err := gw.Refresh(ctx, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, gw, "a"); got != 7 {
+		t.Errorf("after a later reading: %d, want its 7", got)
+	}
+}

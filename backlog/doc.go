@@ -51,5 +51,11 @@
 // set names the tenants with counts. Every multi-step update is one Lua
 // script. Get is served from a cache of Config.MaxStale (100 ms), to which
 // this process's own Adds are applied at once; Tracker.Fresh, for a
-// refusal at max_backlog, from one at most FreshStale (10 ms) old.
+// refusal at max_backlog, from one at most FreshStale (10 ms) old. A
+// Tracker keeps that cache fresh for the tenants asked for within its
+// KeepFresh (2 s): every half of MaxStale it reads all their counts in
+// one call (the keys share a slot), so that admission answers them from
+// the cache instead of waiting on Redis for each message. Its cost is one
+// call per 256 such tenants every 50 ms per gateway, against, before,
+// one call per tenant every message or 100 ms, whichever was rarer.
 package backlog

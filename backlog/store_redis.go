@@ -66,6 +66,40 @@ end
 return sum
 `)
 
+// countsScript reads the counts of tenants without changing them: the
+// sum of each hash's buckets from the cutoff on. KEYS the tenants'
+// hashes; ARGV cutoff.
+var countsScript = redis.NewScript(`
+local cutoff = tonumber(ARGV[1])
+local out = {}
+for k = 1, #KEYS do
+  local h = redis.call('HGETALL', KEYS[k])
+  local sum = 0
+  for i = 1, #h, 2 do
+    local f, v = tonumber(h[i]), tonumber(h[i + 1])
+    if f ~= nil and v ~= nil and f >= cutoff and v > 0 then sum = sum + v end
+  end
+  out[k] = sum
+end
+return out
+`)
+
+// counts returns the counts of tenants, in their order.
+func (s *redisStore) counts(ctx context.Context, tenants []string, cutoff int64) ([]int64, error) {
+	keys := make([]string, len(tenants))
+	for i, t := range tenants {
+		keys[i] = s.keys.tenant(t)
+	}
+	ns, err := countsScript.Run(ctx, s.c, keys, cutoff).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if len(ns) != len(tenants) {
+		return nil, fmt.Errorf("%w: %d counts for %d tenants", ErrUnavailable, len(ns), len(tenants))
+	}
+	return ns, nil
+}
+
 func (s *redisStore) add(ctx context.Context, tenant string, bucket, n int64, ttl time.Duration) error {
 	err := addScript.Run(ctx, s.c, s.keys.script(tenant), bucket, n, int64(ttl/time.Second), tenant).Err()
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 const (
 	ReconcileEveryDefault = time.Minute
 	CallTimeoutDefault    = 2 * time.Second
+	KeepFreshDefault      = 2 * time.Second
 )
 
 // depthTimeout bounds the reading of one queue's depth for reconciliation.
@@ -52,6 +53,13 @@ type TrackerConfig struct {
 	// CallTimeout bounds one call to Counter from the goroutine; zero uses
 	// CallTimeoutDefault.
 	CallTimeout time.Duration
+	// KeepFresh is how long after a Get (or Fresh) of a tenant its count
+	// is read again in the background, all such tenants together in one
+	// call every half of the Counter's MaxStale, so that a Get within it
+	// answers from the cache instead of waiting on Redis; zero uses
+	// KeepFreshDefault, negative never. Without Redis, or with a
+	// negative MaxStale, there is no cache to keep.
+	KeepFresh time.Duration
 	// Logger receives the failures of the calls; nil discards.
 	Logger *slog.Logger
 	// Registerer receives fairq_worker_backlog_decrements_dropped_total;
@@ -66,6 +74,7 @@ type TrackerConfig struct {
 func (c TrackerConfig) withDefaults() TrackerConfig {
 	c.ReconcileEvery = cmp.Or(c.ReconcileEvery, ReconcileEveryDefault)
 	c.CallTimeout = cmp.Or(c.CallTimeout, CallTimeoutDefault)
+	c.KeepFresh = cmp.Or(c.KeepFresh, KeepFreshDefault)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
@@ -108,6 +117,11 @@ type Tracker struct {
 	inflight map[string]delta // the round being applied
 	wake     chan struct{}    // size 1: something is pending
 
+	// asked holds when each tenant's count was last asked for, while
+	// within KeepFresh; nil when no count is kept fresh.
+	askedMu sync.Mutex
+	asked   map[string]time.Time
+
 	round sync.Mutex // one round at a time; guards droppedSince
 	// droppedSince counts the ended messages dropped since the counter
 	// last answered.
@@ -136,6 +150,9 @@ func NewTracker(cfg TrackerConfig) (*Tracker, error) {
 		}),
 		pending: make(map[string]delta),
 		wake:    make(chan struct{}, 1),
+	}
+	if !local && cfg.KeepFresh > 0 && cfg.Counter.cfg.MaxStale > 0 {
+		t.asked = make(map[string]time.Time)
 	}
 	// The gateway's lines, since it is the one admission waits on.
 	t.redis = degrade.New(degrade.Config{Component: "backlog", Metrics: cfg.RedisMetrics, Logger: cfg.Logger, FailClosed: cfg.FailClosed,
@@ -197,6 +214,11 @@ func (t *Tracker) Fresh(ctx context.Context, tenant string) (n int64, known bool
 
 // get is Get from a cache at most maxStale old.
 func (t *Tracker) get(ctx context.Context, tenant string, maxStale time.Duration) (n int64, known bool, err error) {
+	if t.asked != nil {
+		t.askedMu.Lock()
+		t.asked[tenant] = time.Now()
+		t.askedMu.Unlock()
+	}
 	if t.redis.Resting() {
 		return t.without(ctx, errResting)
 	}
@@ -242,6 +264,9 @@ func (t *Tracker) Start(ctx context.Context) error {
 	}
 	if !t.local {
 		t.loops.Go(func() { t.run(ctx) })
+	}
+	if t.asked != nil {
+		t.loops.Go(func() { t.keepFresh(ctx) })
 	}
 	if t.cfg.Depths != nil && len(t.cfg.Queues) > 0 && t.cfg.ReconcileEvery > 0 {
 		t.loops.Go(func() { t.reconcileLoop(ctx) })
@@ -364,6 +389,54 @@ func (t *Tracker) apply(ctx context.Context, tenant string, d delta) error {
 		return err
 	}
 	return t.cfg.Counter.Done(ctx, tenant, d.done)
+}
+
+// keepFresh reads the counts of the tenants asked for within KeepFresh
+// into the Counter's cache every half of its MaxStale, all in one call,
+// so that Get answers them without waiting on Redis. A failure counts
+// as Redis's, as a Get's would, and leaves the cache to age: Get then
+// asks Redis itself, as without keepFresh.
+func (t *Tracker) keepFresh(ctx context.Context) {
+	tick := time.NewTicker(t.cfg.Counter.cfg.MaxStale / 2)
+	defer tick.Stop()
+	var tenants []string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		tenants = t.askedSince(time.Now().Add(-t.cfg.KeepFresh), tenants[:0])
+		if len(tenants) == 0 || t.redis.Resting() {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, t.cfg.CallTimeout)
+		err := t.cfg.Counter.Refresh(cctx, tenants)
+		cancel()
+		switch {
+		case err == nil:
+			t.redis.OK(ctx)
+		case ctx.Err() != nil:
+			return
+		default:
+			t.redis.Failed(ctx, err)
+		}
+	}
+}
+
+// askedSince appends to buf the tenants asked for since then and forgets
+// the others.
+func (t *Tracker) askedSince(then time.Time, buf []string) []string {
+	t.askedMu.Lock()
+	defer t.askedMu.Unlock()
+	for tenant, at := range t.asked {
+		if at.Before(then) {
+			delete(t.asked, tenant)
+			continue
+		}
+		buf = append(buf, tenant)
+	}
+	return buf
 }
 
 // reconcileLoop caps every tenant's count at the number of messages on

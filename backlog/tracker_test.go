@@ -3,8 +3,11 @@ package backlog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -276,5 +279,101 @@ func TestOff(t *testing.T) {
 	off.Done("a", 1)
 	if n, ok, err := off.Get(context.Background(), "a"); n != 0 || ok || err != nil {
 		t.Errorf("Get = %d, %v, %v; want an unknown count", n, ok, err)
+	}
+}
+
+// scriptCalls counts the backlog scripts a client runs: those that update
+// or read a tenant's hash with the set of tenants (add, take, and so a
+// Get that asks Redis), and those that read counts alone (Refresh).
+type scriptCalls struct{ updates, reads atomic.Int64 }
+
+func (h *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if name := strings.ToLower(fmt.Sprint(args[0])); (name == "evalsha" || name == "eval") && len(args) > 2 {
+			n, _ := strconv.Atoi(fmt.Sprint(args[2]))
+			update := false
+			for _, k := range args[3:min(len(args), 3+n)] {
+				update = update || strings.HasSuffix(fmt.Sprint(k), ":tenants")
+			}
+			if update {
+				h.updates.Add(1)
+			} else {
+				h.reads.Add(1)
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestTrackerKeepsFresh: a tenant asked for within KeepFresh is read again
+// in the background, so that Get answers it from the cache, no staler
+// than MaxStale, without asking Redis itself; once not asked for within
+// KeepFresh, it is no longer read.
+func TestTrackerKeepsFresh(t *testing.T) {
+	t.Parallel()
+	const maxStale, keepFresh = 400 * time.Millisecond, 1500 * time.Millisecond
+	for _, topo := range testenv.RedisTopologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			client, calls := topo.Client(t), &scriptCalls{}
+			client.AddHook(calls)
+			prefix := testenv.Prefix(t) + ":"
+			gw, err := backlog.New(backlog.Config{Redis: client, Prefix: prefix, MaxStale: maxStale})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := backlog.New(backlog.Config{Redis: topo.Client(t), Prefix: prefix, MaxStale: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := backlog.NewTracker(backlog.TrackerConfig{Counter: gw, KeepFresh: keepFresh})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tr.Stop(ctx) })
+
+			known(t, tr, "a") // asked of Redis: a is kept fresh from now on
+			if err := other.Add(ctx, "a", 7); err != nil {
+				t.Fatal(err)
+			}
+			added := time.Now()
+			for known(t, tr, "a") != 7 {
+				if time.Since(added) > 2*maxStale {
+					t.Fatalf("another process's Add not seen %v after it", time.Since(added))
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			updates := calls.updates.Load()
+			for range 12 { // over three MaxStales
+				if got := known(t, tr, "a"); got != 7 {
+					t.Fatalf("a = %d, want 7", got)
+				}
+				time.Sleep(maxStale / 4)
+			}
+			if n := calls.updates.Load() - updates; n != 0 {
+				t.Errorf("Get asked Redis itself %d times over %v, while a was kept fresh", n, 3*maxStale)
+			}
+
+			time.Sleep(keepFresh + maxStale) // a not asked for since
+			reads := calls.reads.Load()
+			time.Sleep(maxStale)
+			if n := calls.reads.Load() - reads; n != 0 {
+				t.Errorf("%d reads in the background %v after a was last asked for, want none past KeepFresh (%v)", n, keepFresh+maxStale, keepFresh)
+			}
+			if calls.reads.Load() == 0 {
+				t.Error("no reads in the background")
+			}
+		})
 	}
 }

@@ -293,6 +293,8 @@ func (s *system) backlogTracker() (*backlog.Tracker, error) {
 	}
 	if s.role == roleDev || s.role == roleGateway {
 		cfg.Depths, cfg.Queues = s.backend, append(append([]string{}, s.names.Live...), s.names.Overflow, s.names.Backlog)
+	} else {
+		cfg.KeepFresh = -1 // a worker asks for no counts
 	}
 	if s.role == roleDev || s.role == roleWorker {
 		cfg.Registerer = s.registry // fairq_worker_backlog_decrements_dropped_total
