@@ -97,7 +97,9 @@ func (c TrackerConfig) validate() error {
 // all that came since its last round, so that a Redis that does not
 // answer never holds up a 202 or a delete batch. Between Start and Stop
 // a second goroutine reconciles the counts with the queues' depths
-// (given Depths).
+// (given Depths), and with Redis a third keeps the counts of the tenants
+// asked for lately fresh in the Counter's cache (KeepFresh), so that Get
+// answers them without a call of its own.
 //
 // While Redis is unreachable the rounds' counts are dropped (the counts
 // are estimates that reconciliation corrects) and the ended messages
