@@ -278,19 +278,19 @@ func ExampleCounter() {
 // succeeds run and then, before its answer comes back, has add run: armed before a
 // Refresh, an Add made while its reading was on its way.
 type addAfterRead struct {
-	scriptCalls
-	add func()
+	scriptCalls // for its DialHook and ProcessPipelineHook, which pass through
+	add         func()
 }
 
 func (h *addAfterRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return h.scriptCalls.ProcessHook(func(ctx context.Context, cmd redis.Cmder) error {
+	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if add := h.add; add != nil && err == nil { // not a NOSCRIPT before the script is sent
 			h.add = nil
 			add()
 		}
 		return err
-	})
+	}
 }
 
 // TestRefreshKeepsLaterAdds: a count read before this process's Add, and
