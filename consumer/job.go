@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fairq/fairq/dedupe"
+	"github.com/fairq/fairq/internal/clock"
 	"github.com/fairq/fairq/parking"
 	"github.com/fairq/fairq/queue"
 )
@@ -29,6 +30,8 @@ type job struct {
 	ctx context.Context // the worker's job context (ends when killed, or at the end of the grace period), with the delivery's span
 	// span is the delivery's consumer span; nil without tracing.
 	span trace.Span
+	// slot gives the job's worker slot back; nil once given back.
+	slot func(int)
 }
 
 // process takes a received message to its outcome. It holds one slot, given
@@ -36,12 +39,13 @@ type job struct {
 // the outcome out (delete, visibility change, move) finish on their own.
 func (w *Worker) process(ctx context.Context, queueName string, m queue.Message, received time.Time, release func(int)) {
 	defer w.jobs.Done()
-	defer release(1)
 	j := &job{
-		w:   w,
-		d:   newDelivery(queueName, m),
-		ctx: ctx,
+		w:    w,
+		d:    newDelivery(queueName, m),
+		ctx:  ctx,
+		slot: release,
 	}
+	defer j.giveSlot()
 	j.d.msg.Backlog = queueName == w.cfg.Names.Backlog
 	j.f = &inflight{
 		queue:    queueName,
@@ -156,6 +160,29 @@ func (j *job) hold(v Verdict) bool {
 	return true
 }
 
+// giveSlot gives the job's worker slot back, if it still holds it.
+func (j *job) giveSlot() {
+	if j.slot != nil {
+		j.slot(1)
+		j.slot = nil
+	}
+}
+
+// timed returns the delay a move of verdict v is sent with: v.Delay or,
+// for an Exact move, its whole seconds, sent once the rest has passed.
+// The job gives its slot back for that wait: nothing is left to run.
+func (j *job) timed(v Verdict) time.Duration {
+	rest := v.Delay % time.Second
+	if !v.Exact || rest <= 0 || v.Delay >= queue.MaxDelay {
+		return v.Delay
+	}
+	j.giveSlot()
+	// Cut short when the worker stops: the message then comes back up to
+	// a second early rather than wait.
+	_ = clock.Sleep(j.ctx, rest)
+	return v.Delay - rest
+}
+
 // divert carries out a verdict that does not run the message now, and
 // reports whether it did.
 func (j *job) divert(v Verdict) bool {
@@ -173,9 +200,9 @@ func (j *job) divert(v Verdict) bool {
 			// each spill.
 			dest = d.queue
 		}
-		j.spill(dest, v.Delay, v.Reason)
+		j.spill(dest, j.timed(v), v.Reason)
 	case ToBacklog:
-		j.spill(cmp.Or(w.cfg.Names.Backlog, d.queue), v.Delay, v.Reason)
+		j.spill(cmp.Or(w.cfg.Names.Backlog, d.queue), j.timed(v), v.Reason)
 	case Drop:
 		j.drop(v.Reason)
 	case Park:

@@ -90,6 +90,12 @@ type Verdict struct {
 	// permit. For a Hold, it is called when the hold ends. It is not
 	// called for other actions.
 	Done func()
+	// Exact, for a Spill or ToBacklog move, makes the message visible
+	// again when Delay is up rather than at the whole second after it
+	// (SQS delays are whole seconds): the worker sends the move once the
+	// part of Delay below a second has passed, its slot given back
+	// meanwhile.
+	Exact bool
 }
 
 // Limiter decides, for each received message that is not a periodic task,

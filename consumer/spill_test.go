@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -213,4 +214,78 @@ func TestSpillCountedOnceSent(t *testing.T) {
 			t.Errorf("fairq_worker_spilled_total{reason=rate} = %v, want the 1 spill that was sent", n)
 		}
 	})
+}
+
+// timedSends is a backend that records when each message was sent, and
+// with what delay.
+type timedSends struct {
+	queue.Backend
+	mu    sync.Mutex
+	sends []timedSend
+}
+
+type timedSend struct {
+	Queue string
+	At    time.Time
+	Delay time.Duration
+}
+
+func (b *timedSends) Send(ctx context.Context, q string, entries []queue.Entry) ([]queue.SendResult, error) {
+	b.mu.Lock()
+	for _, e := range entries {
+		b.sends = append(b.sends, timedSend{Queue: q, At: time.Now(), Delay: e.Delay})
+	}
+	b.mu.Unlock()
+	return b.Backend.Send(ctx, q, entries)
+}
+
+// TestExactMove: an Exact move is sent once the part of its delay below a
+// second has passed, with the whole seconds left, so that the message is
+// visible again when its delay is up rather than at the second after.
+// Another move is sent at once, its delay as it is (and rounded up).
+func TestExactMove(t *testing.T) {
+	for _, exact := range []bool{true, false} {
+		t.Run(fmt.Sprintf("exact=%v", exact), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem, names := setup(t, "memory")
+				b := &timedSends{Backend: mem}
+				send(t, mem, names.Live[0], msg{tenant: "acme"})
+				h, seen := recorder(func(int, *consumer.Message) error { return nil })
+				var (
+					mu    sync.Mutex
+					asked time.Time // when the move was decided
+				)
+				lim := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
+					if !m.Backlog {
+						mu.Lock()
+						asked = time.Now()
+						mu.Unlock()
+						return consumer.Verdict{Action: consumer.ToBacklog, Delay: 2400 * time.Millisecond, Reason: "aged", Exact: exact}, nil
+					}
+					return consumer.Verdict{}, nil
+				})
+				start(t, consumer.Config{Backend: b, Names: names, Handler: h, Limiter: lim})
+				moved := recv(t, seen, time.Minute, "start of the moved message")
+				if moved.queue != names.Backlog {
+					t.Fatalf("started from %s, want %s", moved.queue, names.Backlog)
+				}
+				// Sent after the wait (the send batch lingers a moment on
+				// top), with the whole seconds left; or at once, as is.
+				from, to, delay := 400*time.Millisecond, 500*time.Millisecond, 2*time.Second
+				if !exact {
+					from, to, delay = 0, 100*time.Millisecond, 2400*time.Millisecond
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				if len(b.sends) != 1 {
+					t.Fatalf("sends %+v, want one", b.sends)
+				}
+				if got, after := b.sends[0], b.sends[0].At.Sub(asked); got.Queue != names.Backlog || got.Delay != delay || after < from || after >= to {
+					t.Errorf("sent to %s with a delay of %v, %v after the verdict; want to %s with %v, %v to %v after", got.Queue, got.Delay, after, names.Backlog, delay, from, to)
+				}
+			})
+		})
+	}
 }

@@ -71,11 +71,13 @@ func registry(t testing.TB, tenants map[string]tenant.Limits) *tenant.Registry {
 	return r
 }
 
-// verdict is what a test compares of a consumer.Verdict.
+// verdict is what a test compares of a consumer.Verdict; Exact only
+// where the test asks for it (admitExactly).
 type verdict struct {
 	Action consumer.Action
 	Delay  time.Duration
 	Reason string
+	Exact  bool
 }
 
 func admit(t testing.TB, l *spillover.Limiter, tenantID string) (verdict, func()) {
@@ -92,7 +94,17 @@ func admitMessage(t testing.TB, l *spillover.Limiter, m *consumer.Message) (verd
 	if (v.Done != nil) != (v.Action == consumer.Dispatch) {
 		t.Fatalf("verdict %v has Done %v: want Done exactly on dispatch", v.Action, v.Done != nil)
 	}
-	return verdict{v.Action, v.Delay, v.Reason}, v.Done
+	return verdict{Action: v.Action, Delay: v.Delay, Reason: v.Reason}, v.Done
+}
+
+// admitExactly is admitMessage, the verdict's Exact compared too.
+func admitExactly(t testing.TB, l *spillover.Limiter, m *consumer.Message) verdict {
+	t.Helper()
+	v, err := l.Admit(context.Background(), m)
+	if err != nil {
+		t.Fatalf("Admit: %v", err)
+	}
+	return verdict{v.Action, v.Delay, v.Reason, v.Exact}
 }
 
 var (
@@ -466,7 +478,7 @@ func TestLimiterFailures(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err %v, want an error: %v", err, tt.wantErr)
 			}
-			if diff := cmp.Diff(tt.want, verdict{v.Action, v.Delay, v.Reason}); diff != "" {
+			if diff := cmp.Diff(tt.want, verdict{Action: v.Action, Delay: v.Delay, Reason: v.Reason}); diff != "" {
 				t.Errorf("verdict (-want +got):\n%s", diff)
 			}
 		})
@@ -675,9 +687,10 @@ func TestLimiterDispatchesOnlyWithASlot(t *testing.T) {
 
 // TestLimiterPacesAgedMoves: messages moved to the backlog for their age
 // take turns at their tenant's rate in its old work's line, each delayed
-// to the whole second before its turn, so that every tenant's backlog
-// comes back at the rate it may run rather than in the order the moves
-// reached the queue; a fresh message's turn is not behind them.
+// to its turn exactly (the worker waits out the part below a second
+// before it sends the move), so that every tenant's backlog comes back at
+// the rate it may run rather than in the order the moves reached the
+// queue; a fresh message's turn is not behind them.
 func TestLimiterPacesAgedMoves(t *testing.T) {
 	t.Parallel()
 	c := newClock()
@@ -690,17 +703,16 @@ func TestLimiterPacesAgedMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	aged := func(a consumer.Action, d time.Duration) verdict {
-		return verdict{Action: a, Delay: d, Reason: spillover.ReasonAged}
+		return verdict{Action: a, Delay: d, Reason: spillover.ReasonAged, Exact: true}
 	}
 	var got []verdict
 	for _, id := range []string{"acme", "acme", "acme", "acme", "acme", "other"} {
-		v, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: id, EnqueuedAt: c.Now().Add(-time.Minute)})
-		got = append(got, v)
+		got = append(got, admitExactly(t, l, &consumer.Message{ID: "m", Tenant: id, EnqueuedAt: c.Now().Add(-time.Minute)}))
 	}
 	// Turns at 0, 0.5, 1, 1.5 and 2 s; another tenant's line is its own.
 	want := []verdict{
-		aged(consumer.ToBacklog, 0), aged(consumer.ToBacklog, 0), aged(consumer.ToBacklog, time.Second),
-		aged(consumer.ToBacklog, time.Second), aged(consumer.ToBacklog, 2*time.Second), aged(consumer.ToBacklog, 0),
+		aged(consumer.ToBacklog, 0), aged(consumer.ToBacklog, 500*ms), aged(consumer.ToBacklog, time.Second),
+		aged(consumer.ToBacklog, 1500*ms), aged(consumer.ToBacklog, 2*time.Second), aged(consumer.ToBacklog, 0),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("moves (-want +got):\n%s", diff)
@@ -726,10 +738,12 @@ func TestLimiterSpillsPastBacklogAgeToBacklog(t *testing.T) {
 		backlog bool
 		want    verdict
 	}{
+		// Sent back to the backlog queue, old work comes back at its turn
+		// exactly; a spill to overflow at the whole second after it.
 		{"back before the backlog age", 5 * time.Second, false, spill("rate", 4*time.Second)},
 		{"back at the backlog age", 6 * time.Second, false, spill("rate", 4*time.Second)},
-		{"back past the backlog age", 7 * time.Second, false, verdict{consumer.ToBacklog, 4 * time.Second, "rate"}},
-		{"from the backlog queue", 7 * time.Second, true, spill("rate", 4*time.Second)},
+		{"back past the backlog age", 7 * time.Second, false, verdict{consumer.ToBacklog, 4 * time.Second, "rate", true}},
+		{"from the backlog queue", 7 * time.Second, true, verdict{consumer.Spill, 4 * time.Second, "rate", true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -746,7 +760,7 @@ func TestLimiterSpillsPastBacklogAgeToBacklog(t *testing.T) {
 			if v, _ := admitMessage(t, l, &consumer.Message{ID: "first", Tenant: "acme", EnqueuedAt: c.Now()}); v.Action != consumer.Dispatch {
 				t.Fatalf("first message: %v, want dispatch", v.Action)
 			}
-			got, _ := admitMessage(t, l, &consumer.Message{ID: "m", Tenant: "acme", Backlog: tt.backlog, EnqueuedAt: c.Now().Add(-tt.age)})
+			got := admitExactly(t, l, &consumer.Message{ID: "m", Tenant: "acme", Backlog: tt.backlog, EnqueuedAt: c.Now().Add(-tt.age)})
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
