@@ -17,12 +17,19 @@
 //     worker's backlog loop). It is delayed to its turn in the line of
 //     T's old work (below), turns coming at the pace T may run them (its
 //     process_rate, or its concurrency ÷ its mean job time when lower),
-//     to the whole second before the turn. The one backlog queue holds
-//     every tenant's old work in the order it was moved; undelayed, after
-//     an outage the tenants whose messages were moved first had theirs at
-//     hand and the others waited behind them (the slowest drained at
-//     32-36/s of the 40 allowed), while paced each tenant's come back at
-//     its own rate. Neither takes a slot or a token.
+//     to the turn exactly (consumer.Verdict.Exact: the worker sends the
+//     move once the part of the delay below a second has passed). The
+//     one backlog queue holds every tenant's old work in the order it
+//     was moved; undelayed, after an outage the tenants whose messages
+//     were moved first had theirs at hand and the others waited behind
+//     them (the slowest drained at 32-36/s of the 40 allowed), while
+//     paced each tenant's come back at its own rate. Delayed to the whole
+//     second before the turn, a tenant's turns of a second came back at
+//     one instant and the queue held its old work in clumps of a
+//     second's turns, behind which another tenant's waited up to 2 s
+//     (the slowest drained at 33.4-37.2/s); at the turn, the tenants'
+//     old work comes back interleaved, as their turns fall. Neither
+//     takes a slot or a token.
 //   - Otherwise, if T has concurrency messages in progress fleet-wide, the
 //     message is held (below) while the worker has slots to spare, one
 //     message per slot of T's at this worker's share; otherwise it is
