@@ -35,8 +35,9 @@ type job struct {
 }
 
 // process takes a received message to its outcome. It holds one slot, given
-// back with release when the outcome is decided; the batch calls that carry
-// the outcome out (delete, visibility change, move) finish on their own.
+// back with release when the outcome is decided (for an Exact move, before
+// its wait: see timed); the batch calls that carry the outcome out (delete,
+// visibility change, move) finish on their own.
 func (w *Worker) process(ctx context.Context, queueName string, m queue.Message, received time.Time, release func(int)) {
 	defer w.jobs.Done()
 	j := &job{
