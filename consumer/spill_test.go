@@ -17,15 +17,22 @@ import (
 	"github.com/fairq/fairq/queue"
 )
 
-// sendLog is a backend that records the queue of every message sent, and
-// can refuse the sends to one queue.
+// sendLog is a backend that records every message sent (its queue, when,
+// and its delay), and can refuse the sends to one queue.
 type sendLog struct {
 	queue.Backend
 
 	mu     sync.Mutex
-	sends  []string
+	sends  []sent
 	refuse string        // sends to this queue fail
 	failed chan struct{} // if not nil, told of each refused send
+}
+
+// sent is a message sendLog saw sent.
+type sent struct {
+	Queue string
+	At    time.Time
+	Delay time.Duration
 }
 
 // errRefused is the error of a refused send.
@@ -35,8 +42,8 @@ func (b *sendLog) Send(ctx context.Context, q string, entries []queue.Entry) ([]
 	b.mu.Lock()
 	refused := q == b.refuse
 	if !refused {
-		for range entries {
-			b.sends = append(b.sends, q)
+		for _, e := range entries {
+			b.sends = append(b.sends, sent{Queue: q, At: time.Now(), Delay: e.Delay})
 		}
 	}
 	b.mu.Unlock()
@@ -56,10 +63,15 @@ func (b *sendLog) setRefuse(q string) {
 	b.mu.Unlock()
 }
 
+// got returns the queues of the messages sent, in order.
 func (b *sendLog) got() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]string(nil), b.sends...)
+	qs := make([]string, len(b.sends))
+	for i, s := range b.sends {
+		qs[i] = s.Queue
+	}
+	return qs
 }
 
 // spillTimes returns a Limiter that spills every message n times, with
@@ -216,29 +228,6 @@ func TestSpillCountedOnceSent(t *testing.T) {
 	})
 }
 
-// timedSends is a backend that records when each message was sent, and
-// with what delay.
-type timedSends struct {
-	queue.Backend
-	mu    sync.Mutex
-	sends []timedSend
-}
-
-type timedSend struct {
-	Queue string
-	At    time.Time
-	Delay time.Duration
-}
-
-func (b *timedSends) Send(ctx context.Context, q string, entries []queue.Entry) ([]queue.SendResult, error) {
-	b.mu.Lock()
-	for _, e := range entries {
-		b.sends = append(b.sends, timedSend{Queue: q, At: time.Now(), Delay: e.Delay})
-	}
-	b.mu.Unlock()
-	return b.Backend.Send(ctx, q, entries)
-}
-
 // TestExactMove: an Exact move is sent once the part of its delay below a
 // second has passed, with the whole seconds left, so that the message is
 // visible again when its delay is up rather than at the second after.
@@ -248,7 +237,7 @@ func TestExactMove(t *testing.T) {
 		t.Run(fmt.Sprintf("exact=%v", exact), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				mem, names := setup(t, "memory")
-				b := &timedSends{Backend: mem}
+				b := &sendLog{Backend: mem}
 				send(t, mem, names.Live[0], msg{tenant: "acme"})
 				h, seen := recorder(func(int, *consumer.Message) error { return nil })
 				var (

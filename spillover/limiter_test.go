@@ -87,6 +87,21 @@ func admit(t testing.TB, l *spillover.Limiter, tenantID string) (verdict, func()
 
 func admitMessage(t testing.TB, l *spillover.Limiter, m *consumer.Message) (verdict, func()) {
 	t.Helper()
+	v := admitVerdict(t, l, m)
+	return verdict{Action: v.Action, Delay: v.Delay, Reason: v.Reason}, v.Done
+}
+
+// admitExactly is admitMessage, the verdict's Exact compared too.
+func admitExactly(t testing.TB, l *spillover.Limiter, m *consumer.Message) verdict {
+	t.Helper()
+	v := admitVerdict(t, l, m)
+	return verdict{v.Action, v.Delay, v.Reason, v.Exact}
+}
+
+// admitVerdict admits m, failing the test on an error or on a Done other
+// than exactly on dispatch.
+func admitVerdict(t testing.TB, l *spillover.Limiter, m *consumer.Message) consumer.Verdict {
+	t.Helper()
 	v, err := l.Admit(context.Background(), m)
 	if err != nil {
 		t.Fatalf("Admit: %v", err)
@@ -94,17 +109,7 @@ func admitMessage(t testing.TB, l *spillover.Limiter, m *consumer.Message) (verd
 	if (v.Done != nil) != (v.Action == consumer.Dispatch) {
 		t.Fatalf("verdict %v has Done %v: want Done exactly on dispatch", v.Action, v.Done != nil)
 	}
-	return verdict{Action: v.Action, Delay: v.Delay, Reason: v.Reason}, v.Done
-}
-
-// admitExactly is admitMessage, the verdict's Exact compared too.
-func admitExactly(t testing.TB, l *spillover.Limiter, m *consumer.Message) verdict {
-	t.Helper()
-	v, err := l.Admit(context.Background(), m)
-	if err != nil {
-		t.Fatalf("Admit: %v", err)
-	}
-	return verdict{v.Action, v.Delay, v.Reason, v.Exact}
+	return v
 }
 
 var (
