@@ -127,3 +127,51 @@ func TestHoldGivenBackAtStop(t *testing.T) {
 		}
 	})
 }
+
+// TestHoldLag: a hold ended by its Wake waits its Lag, still held, before
+// the Limiter is asked again; without one it asks at once.
+func TestHoldLag(t *testing.T) {
+	for _, lag := range []time.Duration{5 * time.Millisecond, 0} {
+		t.Run(lag.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem, names := setup(t, "memory")
+				send(t, mem, names.Live[0], msg{tenant: "acme"})
+				h, seen := recorder(func(int, *consumer.Message) error { return nil })
+				wake := make(chan struct{})
+				var (
+					mu    sync.Mutex
+					calls []asked
+					ended time.Time // when the hold ended
+				)
+				lim := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					calls = append(calls, asked{Held: m.Held})
+					if len(calls) == 1 {
+						end := func() { mu.Lock(); ended = time.Now(); mu.Unlock() }
+						return consumer.Verdict{Action: consumer.Hold, Delay: time.Hour, Wake: wake, Lag: lag, Reason: "concurrency", Done: end}, nil
+					}
+					return consumer.Verdict{}, nil
+				})
+				t0 := time.Now()
+				start(t, consumer.Config{Backend: mem, Names: names, Handler: h, Limiter: lim, Connections: 4})
+				synctest.Wait()
+				time.Sleep(200 * time.Millisecond)
+				close(wake)
+				d := recv(t, seen, time.Minute, "delivery")
+				want := 200*time.Millisecond + lag
+				if took := d.at.Sub(t0); took != want {
+					t.Errorf("started %v after its receive, want %v: woken at 200 ms, then its lag", took, want)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if diff := cmp.Diff([]asked{{Held: 0}, {Held: want}}, calls); diff != "" {
+					t.Errorf("admits (-want +got):\n%s", diff)
+				}
+				if got := ended.Sub(t0); got != want {
+					t.Errorf("hold ended %v after its receive, want %v: after its lag", got, want)
+				}
+			})
+		})
+	}
+}

@@ -132,16 +132,20 @@ func (j *job) admit() (Verdict, bool) {
 	return Verdict{}, true
 }
 
-// hold waits out a Hold verdict: until its Wake, its Delay, or the end
-// of the job's context. It reports whether the message is still to be
-// decided on: when the worker was killed it is left as after a crash,
-// and when the grace period of a stop is over it is given back.
+// hold waits out a Hold verdict: until its Wake (and then its Lag), its
+// Delay, or the end of the job's context. It reports whether the message
+// is still to be decided on: when the worker was killed it is left as
+// after a crash, and when the grace period of a stop is over it is given
+// back.
 func (j *job) hold(v Verdict) bool {
 	w := j.w
 	start := w.cfg.NowFunc()
 	t := time.NewTimer(v.Delay)
 	select {
 	case <-v.Wake:
+		if v.Lag > 0 {
+			_ = clock.Sleep(j.ctx, v.Lag) // cut short by a stop, as the hold is
+		}
 	case <-t.C:
 	case <-j.ctx.Done():
 	}

@@ -82,13 +82,18 @@ type Verdict struct {
 	// Wake, for a Hold, ends it early when closed: the tenant's slot may
 	// be free. Nil waits out Delay.
 	Wake <-chan struct{}
+	// Lag, for a Hold ended by Wake, is how long the message then waits,
+	// still in its slot and still held, before the Limiter is asked
+	// again: others woken by the same slot given back, on this worker or
+	// another, ask first (a tenant's fresh work before its old).
+	Lag time.Duration
 	// Reason labels a move in fairq_worker_spilled_total, e.g. "rate",
 	// "concurrency" or "aged".
 	Reason string
 	// Done, if not nil, is called once when a dispatched message's job
 	// ends, whatever its outcome: the place to release a concurrency
-	// permit. For a Hold, it is called when the hold ends. It is not
-	// called for other actions.
+	// permit. For a Hold, it is called when the hold ends (after its
+	// Lag). It is not called for other actions.
 	Done func()
 	// Exact, for a Spill or ToBacklog move, makes the message visible
 	// again when Delay is up rather than at the whole second after it

@@ -78,6 +78,7 @@ type verdict struct {
 	Delay  time.Duration
 	Reason string
 	Exact  bool
+	Lag    time.Duration
 }
 
 func admit(t testing.TB, l *spillover.Limiter, tenantID string) (verdict, func()) {
@@ -95,7 +96,7 @@ func admitMessage(t testing.TB, l *spillover.Limiter, m *consumer.Message) (verd
 func admitExactly(t testing.TB, l *spillover.Limiter, m *consumer.Message) verdict {
 	t.Helper()
 	v := admitVerdict(t, l, m)
-	return verdict{v.Action, v.Delay, v.Reason, v.Exact}
+	return verdict{Action: v.Action, Delay: v.Delay, Reason: v.Reason, Exact: v.Exact}
 }
 
 // admitVerdict admits m, failing the test on an error or on a Done other
@@ -747,8 +748,8 @@ func TestLimiterSpillsPastBacklogAgeToBacklog(t *testing.T) {
 		// exactly; a spill to overflow at the whole second after it.
 		{"back before the backlog age", 5 * time.Second, false, spill("rate", 4*time.Second)},
 		{"back at the backlog age", 6 * time.Second, false, spill("rate", 4*time.Second)},
-		{"back past the backlog age", 7 * time.Second, false, verdict{consumer.ToBacklog, 4 * time.Second, "rate", true}},
-		{"from the backlog queue", 7 * time.Second, true, verdict{consumer.Spill, 4 * time.Second, "rate", true}},
+		{"back past the backlog age", 7 * time.Second, false, verdict{Action: consumer.ToBacklog, Delay: 4 * time.Second, Reason: "rate", Exact: true}},
+		{"from the backlog queue", 7 * time.Second, true, verdict{Action: consumer.Spill, Delay: 4 * time.Second, Reason: "rate", Exact: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
