@@ -98,11 +98,13 @@
 // not use goes to the backlog rather than idling. Over its part of the
 // slots it is held like any other message, but for a slot of its own
 // semaphore and in holds counted apart, so that a held old message never
-// takes a fresh one's hold; over its part of the rate it is held, apart
-// too, only while it has most of T's slots (a wave, above).
-// Spilled, it is sent back to the backlog queue, its turns in lines of
-// their own. Once
-// T has nothing but old work, its backlog has T's whole limits.
+// takes a fresh one's hold; woken, it asks for its slot 5 ms after the
+// fresh work woken by the same slot given back (consumer.Verdict.Lag),
+// so that fresh work held on any worker takes it first. Over its part
+// of the rate it is held, apart too, only while it has most of T's
+// slots (a wave, above). Spilled, it is sent back to the backlog queue,
+// its turns in lines of their own. Once T has nothing but old work, its
+// backlog has T's whole limits.
 //
 // Concurrency is checked first: a slot taken and given back costs little,
 // while a rate token taken for a message that then could not run would be
