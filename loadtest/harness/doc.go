@@ -105,8 +105,9 @@
 // Goodput is the rate of messages whose first success ended in the
 // measured window; Jain's index over the quiet tenants' goodput is
 // (Σx)²/(n·Σx²). Each send records how late it left (Send.Late), and each
-// run the machine's load average, so that a run disturbed by other work
-// on the machine shows as such.
+// run the machine's load average and the hypervisor's share of its CPU
+// over the windows its latency is judged in (Steal), so that a run
+// disturbed by other work on the machine, or on its host, shows as such.
 //
 // Each run writes fairq.yaml, the processes' logs, messages.csv (one line
 // per accepted message) and result.json into its directory; LoadResult

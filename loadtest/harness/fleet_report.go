@@ -229,7 +229,11 @@ func writeFleetRun(w io.Writer, fr *FleetResult) {
 	fmt.Fprintf(w, "Accepted by gateway: %s. ", strings.Join(split, ", "))
 	for _, run := range fr.runs() {
 		kind := fr.runKind(run)
-		fmt.Fprintf(w, "%s%s: sends late by p99 %s, load average %s → %s. ", strings.ToUpper(kind[:1]), kind[1:], fmtDur(run.Late.P99), orDash(run.LoadAvg[0]), orDash(run.LoadAvg[1]))
+		fmt.Fprintf(w, "%s%s: sends late by p99 %s, load average %s → %s", strings.ToUpper(kind[:1]), kind[1:], fmtDur(run.Late.P99), orDash(run.LoadAvg[0]), orDash(run.LoadAvg[1]))
+		if s := run.stealNote(); s != "" {
+			fmt.Fprintf(w, ", %s", s)
+		}
+		fmt.Fprint(w, ". ")
 	}
 	if b, a := fr.Baseline, fr.BaselineAfter; b != nil && a != nil {
 		fmt.Fprintf(w, "The quiet tenants' p95, alone both times, was %s after the run and %s before it: %s, the machine's drift over the experiment.",

@@ -302,6 +302,7 @@ func TestFleetReportBaselineAfter(t *testing.T) {
 	fr.Baseline.Tenants = []TenantStats{{ID: "quiet-1", Role: "quiet", Latency: Quantiles{P95: 8 * time.Millisecond}}}
 	fr.BaselineAfter = baselineAfter(fr, 12*time.Millisecond)
 	fr.BaselineAfter.Tenants = []TenantStats{{ID: "quiet-1", Role: "quiet", Latency: Quantiles{P95: 12 * time.Millisecond}}}
+	fr.Run.Steal = &Steal{Load: 0.012}
 	report, err := WriteFleetReport(t.TempDir(), []*FleetResult{fr}, Environment{Command: "fairness", Date: time.Unix(0, 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +312,7 @@ func TestFleetReportBaselineAfter(t *testing.T) {
 		"was 12 ms after the run and 10 ms before it: 1.20×",
 		"| quiet-1 | quiet | 0.0 / 0.0 / 0.0 | 11 ms | 10 ms |",
 		"baseline after: 50 accepted",
+		"load average – → –, CPU steal 1.2%. ",
 	} {
 		if !bytes.Contains(report, []byte(want)) {
 			t.Errorf("report lacks %q:\n%s", want, report)

@@ -286,6 +286,9 @@ func (s *ScenarioResult) WriteMarkdown(w io.Writer, chart string) {
 		}
 		note := fmt.Sprintf("%s: sends late by p99 %s (max %s); load average %s → %s",
 			kind, fmtDur(r.Late.P99), fmtDur(r.Late.Max), orDash(r.LoadAvg[0]), orDash(r.LoadAvg[1]))
+		if s := r.stealNote(); s != "" {
+			note += "; " + s
+		}
 		if r.Disturbed() {
 			note = "⚠ " + note + fmt.Sprintf(": disturbed (late by more than %v), other work on the machine held the harness up", DisturbedLate)
 		}

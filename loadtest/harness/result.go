@@ -66,6 +66,9 @@ type Result struct {
 	// Depths samples the queues' depths every second from the start of
 	// the load to the end of the drain.
 	Depths []DepthSample `json:"-"`
+	// CPU samples the machine's CPU time every second over the same
+	// span (Linux; none elsewhere).
+	CPU []CPUSample `json:"-"`
 	// DLQDepth is the dead-letter queue's depth after the drain;
 	// Redriven how many the redrive moved back.
 	DLQDepth int `json:"dlq_depth"`
@@ -85,6 +88,26 @@ type Result struct {
 	// LimitsSeen is what the application saw of the per-tenant worker
 	// limits, in the modes that have them; nil in the others.
 	LimitsSeen *LimitsSeen `json:"limits_seen,omitempty"`
+	// Steal is the hypervisor's share of the machine's CPU time; nil
+	// where it was not sampled.
+	Steal *Steal `json:"steal,omitempty"`
+}
+
+// Steal is the share of the machine's CPU time that the hypervisor gave
+// to others while this machine had work to run, over the windows a run's
+// latency is judged in; -1 for a window with too few samples. On a
+// shared host it comes in bursts, and a p95 of a few milliseconds moves
+// with it: a run whose windows differ in steal compared its latencies
+// on different machines.
+type Steal struct {
+	// Load is the share over the load, from Scenario.Warmup.
+	Load float64 `json:"load"`
+	// Before and Fresh, with an outage (0 without), are the shares over
+	// the windows that Recovery's Baseline and FreshP95 measure: sends
+	// from the warmup to the outage, and from FreshAfter after the
+	// restart to the end of the load.
+	Before float64 `json:"before"`
+	Fresh  float64 `json:"fresh"`
 }
 
 // DepthSample is the messages in each kind of queue (visible, in flight
@@ -361,6 +384,42 @@ func (r *Result) analyse() {
 	if sc.Outage.For > 0 && !r.OutageEnd.IsZero() {
 		r.Recovery = r.recovery()
 	}
+	r.Steal = r.steal()
+}
+
+// stealNote tells the run's Steal, "" where it was not sampled: "CPU
+// steal 0.4%" or, with an outage, "CPU steal 0.4% before the outage, 3.1%
+// from 5s after the restart".
+func (r *Result) stealNote() string {
+	s := r.Steal
+	if s == nil {
+		return ""
+	}
+	pct := func(x float64) string {
+		if x < 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f%%", 100*x)
+	}
+	if r.Recovery != nil {
+		return fmt.Sprintf("CPU steal %s before the outage, %s from %v after the restart", pct(s.Before), pct(s.Fresh), FreshAfter)
+	}
+	return "CPU steal " + pct(s.Load)
+}
+
+// steal measures the hypervisor's share of the CPU over the windows the
+// run is judged in; nil without samples.
+func (r *Result) steal() *Steal {
+	if len(r.CPU) == 0 {
+		return nil
+	}
+	sc := r.Scenario
+	s := &Steal{Load: stealShare(r.CPU, sc.Warmup, sc.Duration)}
+	if sc.Outage.For > 0 && !r.OutageEnd.IsZero() {
+		s.Before = stealShare(r.CPU, sc.Warmup, r.since(r.OutageStart))
+		s.Fresh = stealShare(r.CPU, r.since(r.OutageEnd)+FreshAfter, sc.Duration)
+	}
+	return s
 }
 
 // recovery measures the outage's aftermath.

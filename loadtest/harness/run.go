@@ -139,12 +139,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.LoadAvg[0] = loadAvg()
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	samples := make(chan []DepthSample, 1)
+	cpu := make(chan []CPUSample, 1)
 	go func() { samples <- sampleDepths(sampleCtx, sys, res.Start) }()
+	go func() { cpu <- sampleCPU(sampleCtx, res.Start) }()
 	sampled := false
 	endSampling := func() {
 		if !sampled {
 			stopSampling()
-			res.Depths, sampled = <-samples, true
+			res.Depths, res.CPU, sampled = <-samples, <-cpu, true
 		}
 	}
 	defer endSampling()

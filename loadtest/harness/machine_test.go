@@ -1,0 +1,89 @@
+package harness
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseCPUTimes(t *testing.T) {
+	tests := []struct {
+		line         string
+		steal, total uint64
+		ok           bool
+	}{
+		// guest and guest_nice are in user and nice already: not counted twice.
+		{"cpu  100 2 30 800 5 0 3 60 40 1", 60, 1000, true},
+		{"cpu  100 2 30 800 5 0 3 60", 60, 1000, true},
+		{"cpu  100 2 30 800 5 0 3", 0, 0, false}, // no steal column (Linux before 2.6.11)
+		{"cpu0 100 2 30 800 5 0 3 60 0 0", 0, 0, false},
+		{"cpu  100 2 30 800 x 0 3 60 0 0", 0, 0, false},
+		{"", 0, 0, false},
+	}
+	for _, tt := range tests {
+		steal, total, ok := parseCPUTimes(tt.line)
+		if steal != tt.steal || total != tt.total || ok != tt.ok {
+			t.Errorf("parseCPUTimes(%q) = %d, %d, %v; want %d, %d, %v", tt.line, steal, total, ok, tt.steal, tt.total, tt.ok)
+		}
+	}
+	if _, _, ok := cpuTimes(); !ok {
+		t.Log("no /proc/stat here: runs sample no CPU time")
+	}
+}
+
+// TestSteal: the hypervisor's share of the CPU over the windows a run is
+// judged in, from the samples at or inside each window's edges.
+func TestSteal(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sc := Scenario{Name: "outage", Duration: 30 * time.Second, Warmup: time.Second, Outage: Outage{At: 5 * time.Second, For: 10 * time.Second},
+		Tenants: []Tenant{{ID: "quiet-1", Role: RoleQuiet, Rate: 10}}}
+	r := &Result{Scenario: sc, Start: start, OutageStart: start.Add(5 * time.Second), OutageEnd: start.Add(15 * time.Second)}
+	// 200 ticks a second (two CPUs); none stolen before the outage, 10 a
+	// second during it, 50 a second from the restart on.
+	var steal, total uint64
+	for s := range 31 {
+		r.CPU = append(r.CPU, CPUSample{At: time.Duration(s)*time.Second + 10*time.Millisecond, Steal: steal, Total: total})
+		total += 200
+		switch {
+		case s >= 15:
+			steal += 50
+		case s >= 5:
+			steal += 10
+		}
+	}
+	got := r.steal()
+	// Load: samples at 1.01 s and 29.01 s, 800 of 5,600 ticks stolen.
+	// Before: 1.01 s to 4.01 s, none. Fresh: 20.01 s to 29.01 s, 450 of
+	// 1,800.
+	near := cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })
+	if diff := cmp.Diff(&Steal{Load: 800.0 / 5600, Before: 0, Fresh: 0.25}, got, near); diff != "" {
+		t.Errorf("steal (-want +got):\n%s", diff)
+	}
+	r.Steal, r.Recovery = got, r.recovery()
+	if note, want := r.stealNote(), "CPU steal 0.0% before the outage, 25.0% from 5s after the restart"; note != want {
+		t.Errorf("note %q, want %q", note, want)
+	}
+
+	// Without an outage: the load's share only.
+	r.Scenario.Outage, r.OutageStart, r.OutageEnd, r.Recovery = Outage{}, time.Time{}, time.Time{}, nil
+	r.Steal = r.steal()
+	if note, want := r.stealNote(), "CPU steal 14.3%"; note != want {
+		t.Errorf("note %q, want %q", note, want)
+	}
+
+	// One sample in a window: its share unknown.
+	r.CPU = r.CPU[:2]
+	if got := r.steal(); got.Load != -1 {
+		t.Errorf("share over one sample: %v, want -1", got.Load)
+	}
+	if s := stealShare(nil, 0, time.Minute); s != -1 {
+		t.Errorf("share without samples: %v, want -1", s)
+	}
+	// Not sampled: no note.
+	r.CPU, r.Steal = nil, nil
+	if r.steal() != nil || r.stealNote() != "" {
+		t.Error("a run without samples has a steal note")
+	}
+}
