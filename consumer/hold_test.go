@@ -21,62 +21,69 @@ type asked struct {
 // TestHoldAsksAgain: a message its Limiter holds stays in its slot,
 // unstarted and not moved, until the hold's Wake or Delay, and is then
 // admitted again, told how long it was held and how many slots the
-// worker has free; each hold's Done is called when it ends.
+// worker has free; each hold's Done is called when it ends. A hold ended
+// by its Wake waits its Lag first, still held; without one it asks at
+// once.
 func TestHoldAsksAgain(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem, names := setup(t, "memory")
-		b := &sendLog{Backend: mem}
-		send(t, mem, names.Live[0], msg{tenant: "acme"})
-		h, seen := recorder(func(int, *consumer.Message) error { return nil })
-		wake := make(chan struct{})
-		var (
-			mu    sync.Mutex
-			calls []asked
-			ended int
-		)
-		lim := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, asked{m.Spare, m.Held})
-			end := func() { mu.Lock(); ended++; mu.Unlock() }
-			switch len(calls) {
-			case 1: // woken early
-				return consumer.Verdict{Action: consumer.Hold, Delay: time.Hour, Wake: wake, Reason: "concurrency", Done: end}, nil
-			case 2: // its delay passes
-				return consumer.Verdict{Action: consumer.Hold, Delay: 300 * time.Millisecond, Reason: "rate", Done: end}, nil
-			}
-			return consumer.Verdict{}, nil
+	for _, lag := range []time.Duration{0, 5 * time.Millisecond} {
+		t.Run("lag="+lag.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem, names := setup(t, "memory")
+				b := &sendLog{Backend: mem}
+				send(t, mem, names.Live[0], msg{tenant: "acme"})
+				h, seen := recorder(func(int, *consumer.Message) error { return nil })
+				wake := make(chan struct{})
+				var (
+					mu    sync.Mutex
+					calls []asked
+					ended []time.Time // when each hold ended
+				)
+				lim := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					calls = append(calls, asked{m.Spare, m.Held})
+					end := func() { mu.Lock(); ended = append(ended, time.Now()); mu.Unlock() }
+					switch len(calls) {
+					case 1: // woken early
+						return consumer.Verdict{Action: consumer.Hold, Delay: time.Hour, Wake: wake, Lag: lag, Reason: "concurrency", Done: end}, nil
+					case 2: // its delay passes
+						return consumer.Verdict{Action: consumer.Hold, Delay: 300 * time.Millisecond, Reason: "rate", Done: end}, nil
+					}
+					return consumer.Verdict{}, nil
+				})
+				t0 := time.Now()
+				start(t, consumer.Config{Backend: b, Names: names, Handler: h, Limiter: lim, Connections: 4})
+				synctest.Wait()
+				time.Sleep(200 * time.Millisecond)
+				close(wake)
+				woken := 200*time.Millisecond + lag // the first hold's end
+				d := recv(t, seen, time.Minute, "delivery")
+				if took, want := d.at.Sub(t0), woken+300*time.Millisecond; took != want {
+					t.Errorf("started %v after its receive, want %v: woken at 200 ms, its lag, then 300 ms", took, want)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				// Four slots: the message's own, and the receive loops of the
+				// live queues, overflow and backlog hold the others or not.
+				for i := range calls {
+					if calls[i].Spare < 0 || calls[i].Spare > 3 {
+						t.Errorf("admit %d: %d slots spare of 4, one held by the message", i, calls[i].Spare)
+					}
+					calls[i].Spare = 0
+				}
+				want := []asked{{Held: 0}, {Held: woken}, {Held: woken + 300*time.Millisecond}}
+				if diff := cmp.Diff(want, calls); diff != "" {
+					t.Errorf("admits (-want +got):\n%s", diff)
+				}
+				if len(ended) != 2 || ended[0].Sub(t0) != woken {
+					t.Errorf("holds ended at %v, want both, the first %v after the receive", ended, woken)
+				}
+				if got := b.got(); len(got) != 0 {
+					t.Errorf("a held message was moved: %v", got)
+				}
+			})
 		})
-		t0 := time.Now()
-		start(t, consumer.Config{Backend: b, Names: names, Handler: h, Limiter: lim, Connections: 4})
-		synctest.Wait()
-		time.Sleep(200 * time.Millisecond)
-		close(wake)
-		d := recv(t, seen, time.Minute, "delivery")
-		if took := d.at.Sub(t0); took != 500*time.Millisecond {
-			t.Errorf("started %v after its receive, want after its holds: 200 ms woken, then 300 ms", took)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		// Four slots: the message's own, and the receive loops of the
-		// live queues, overflow and backlog hold the others or not.
-		for i := range calls {
-			if calls[i].Spare < 0 || calls[i].Spare > 3 {
-				t.Errorf("admit %d: %d slots spare of 4, one held by the message", i, calls[i].Spare)
-			}
-			calls[i].Spare = 0
-		}
-		want := []asked{{Held: 0}, {Held: 200 * time.Millisecond}, {Held: 500 * time.Millisecond}}
-		if diff := cmp.Diff(want, calls); diff != "" {
-			t.Errorf("admits (-want +got):\n%s", diff)
-		}
-		if ended != 2 {
-			t.Errorf("%d holds ended, want both", ended)
-		}
-		if got := b.got(); len(got) != 0 {
-			t.Errorf("a held message was moved: %v", got)
-		}
-	})
+	}
 }
 
 // TestHoldGivenBackAtStop: a message held when the grace period of a
@@ -126,52 +133,4 @@ func TestHoldGivenBackAtStop(t *testing.T) {
 			t.Errorf("delivered with receive count %d after the stop, want 1: the held receive counted", got.count)
 		}
 	})
-}
-
-// TestHoldLag: a hold ended by its Wake waits its Lag, still held, before
-// the Limiter is asked again; without one it asks at once.
-func TestHoldLag(t *testing.T) {
-	for _, lag := range []time.Duration{5 * time.Millisecond, 0} {
-		t.Run(lag.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				mem, names := setup(t, "memory")
-				send(t, mem, names.Live[0], msg{tenant: "acme"})
-				h, seen := recorder(func(int, *consumer.Message) error { return nil })
-				wake := make(chan struct{})
-				var (
-					mu    sync.Mutex
-					calls []asked
-					ended time.Time // when the hold ended
-				)
-				lim := limiterFunc(func(_ context.Context, m *consumer.Message) (consumer.Verdict, error) {
-					mu.Lock()
-					defer mu.Unlock()
-					calls = append(calls, asked{Held: m.Held})
-					if len(calls) == 1 {
-						end := func() { mu.Lock(); ended = time.Now(); mu.Unlock() }
-						return consumer.Verdict{Action: consumer.Hold, Delay: time.Hour, Wake: wake, Lag: lag, Reason: "concurrency", Done: end}, nil
-					}
-					return consumer.Verdict{}, nil
-				})
-				t0 := time.Now()
-				start(t, consumer.Config{Backend: mem, Names: names, Handler: h, Limiter: lim, Connections: 4})
-				synctest.Wait()
-				time.Sleep(200 * time.Millisecond)
-				close(wake)
-				d := recv(t, seen, time.Minute, "delivery")
-				want := 200*time.Millisecond + lag
-				if took := d.at.Sub(t0); took != want {
-					t.Errorf("started %v after its receive, want %v: woken at 200 ms, then its lag", took, want)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if diff := cmp.Diff([]asked{{Held: 0}, {Held: want}}, calls); diff != "" {
-					t.Errorf("admits (-want +got):\n%s", diff)
-				}
-				if got := ended.Sub(t0); got != want {
-					t.Errorf("hold ended %v after its receive, want %v: after its lag", got, want)
-				}
-			})
-		})
-	}
 }

@@ -36,10 +36,7 @@ func TestParseCPUTimes(t *testing.T) {
 // TestSteal: the hypervisor's share of the CPU over the windows a run is
 // judged in, from the samples at or inside each window's edges.
 func TestSteal(t *testing.T) {
-	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	sc := Scenario{Name: "outage", Duration: 30 * time.Second, Warmup: time.Second, Outage: Outage{At: 5 * time.Second, For: 10 * time.Second},
-		Tenants: []Tenant{{ID: "quiet-1", Role: RoleQuiet, Rate: 10}}}
-	r := &Result{Scenario: sc, Start: start, OutageStart: start.Add(5 * time.Second), OutageEnd: start.Add(15 * time.Second)}
+	r := outageResult()
 	// 200 ticks a second (two CPUs); none stolen before the outage, 10 a
 	// second during it, 50 a second from the restart on.
 	var steal, total uint64

@@ -182,11 +182,17 @@ func TestAnalyseStats(t *testing.T) {
 	}
 }
 
-func TestRecovery(t *testing.T) {
+// outageResult is a run of 30 s, one quiet tenant, with an outage from
+// 5 s to 15 s, its messages and samples left to the test.
+func outageResult() *Result {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	sc := Scenario{Name: "outage", Duration: 30 * time.Second, Warmup: time.Second, Outage: Outage{At: 5 * time.Second, For: 10 * time.Second},
 		Tenants: []Tenant{{ID: "quiet-1", Role: RoleQuiet, Rate: 10}}}
-	r := &Result{Scenario: sc, Start: start, OutageStart: start.Add(5 * time.Second), OutageEnd: start.Add(15 * time.Second)}
+	return &Result{Scenario: sc, Start: start, OutageStart: start.Add(5 * time.Second), OutageEnd: start.Add(15 * time.Second)}
+}
+
+func TestRecovery(t *testing.T) {
+	r := outageResult()
 	// Ten messages a second: 20 ms before the outage; those sent during
 	// it start 1 s after the restart; after the restart, 3 s for the
 	// first 2 s, then 22 ms.
