@@ -473,8 +473,8 @@ func (l *Limiter) noSlot(ctx context.Context, label, id string, lim tenant.Resol
 // for the workers a p95 of 37-166 ms in three runs on each Redis
 // topology; with old work 5 ms behind, 6-68 ms in eight. 5 ms is more
 // than a fresh message takes to ask (a round trip to Redis), and old
-// work waits it only while fresh work comes, at most once a job: a
-// fortieth of a 200 ms job's slot.
+// work waits it only while fresh work comes, each time it is woken: a
+// fortieth of a 200 ms job's time.
 const freshFirst = 5 * time.Millisecond
 
 // yielding is what a tenant's old work may use while fresh work of the
