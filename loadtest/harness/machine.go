@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -88,24 +87,6 @@ func parseCPUTimes(line string) (steal, total uint64, ok bool) {
 		}
 	}
 	return steal, total, true
-}
-
-// sampleCPU reads the machine's CPU time every second until ctx ends;
-// nothing where /proc/stat is missing.
-func sampleCPU(ctx context.Context, start time.Time) []CPUSample {
-	var out []CPUSample
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		if steal, total, ok := cpuTimes(); ok {
-			out = append(out, CPUSample{At: time.Since(start), Steal: steal, Total: total})
-		}
-		select {
-		case <-ctx.Done():
-			return out
-		case <-tick.C:
-		}
-	}
 }
 
 // stealShare returns the share of the CPU time that the hypervisor took

@@ -138,15 +138,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	res.LoadAvg[0] = loadAvg()
 	sampleCtx, stopSampling := context.WithCancel(ctx)
-	samples := make(chan []DepthSample, 1)
-	cpu := make(chan []CPUSample, 1)
-	go func() { samples <- sampleDepths(sampleCtx, sys, res.Start) }()
-	go func() { cpu <- sampleCPU(sampleCtx, res.Start) }()
+	sampling := make(chan samples, 1)
+	go func() { sampling <- sample(sampleCtx, sys, res.Start) }()
 	sampled := false
 	endSampling := func() {
 		if !sampled {
 			stopSampling()
-			res.Depths, res.CPU, sampled = <-samples, <-cpu, true
+			s := <-sampling
+			res.Depths, res.CPU, sampled = s.depths, s.cpu, true
 		}
 	}
 	defer endSampling()
@@ -229,10 +228,24 @@ func startApplication(ctx context.Context, bin, dir string, tenants []Tenant) (a
 	return s, nil
 }
 
-// sampleDepths reads the queues' depths every second until ctx ends. A
-// reading that fails (the gateway busy, say) is skipped.
-func sampleDepths(ctx context.Context, sys *system, start time.Time) []DepthSample {
-	var out []DepthSample
+// samples is what the harness reads every second of a run.
+type samples struct {
+	depths []DepthSample
+	cpu    []CPUSample
+}
+
+// sample reads the machine's CPU time at once and then, every second
+// until ctx ends, the CPU time and the queues' depths. A depth reading
+// that fails (the gateway busy, say) is skipped; where /proc/stat is
+// missing there is no CPU time.
+func sample(ctx context.Context, sys *system, start time.Time) samples {
+	var out samples
+	readCPU := func() {
+		if steal, total, ok := cpuTimes(); ok {
+			out.cpu = append(out.cpu, CPUSample{At: time.Since(start), Steal: steal, Total: total})
+		}
+	}
+	readCPU()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -241,6 +254,7 @@ func sampleDepths(ctx context.Context, sys *system, start time.Time) []DepthSamp
 			return out
 		case <-tick.C:
 		}
+		readCPU()
 		qs, err := sys.queues(ctx)
 		if err != nil {
 			continue
@@ -258,7 +272,7 @@ func sampleDepths(ctx context.Context, sys *system, start time.Time) []DepthSamp
 				d.DLQ += q.total()
 			}
 		}
-		out = append(out, d)
+		out.depths = append(out.depths, d)
 	}
 }
 
