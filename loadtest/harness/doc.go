@@ -109,8 +109,20 @@
 // over the windows its latency is judged in (Steal), so that a run
 // disturbed by other work on the machine, or on its host, shows as such.
 //
+// The latency criteria (the quiet tenants' p95 against their baseline, or
+// after an outage against before it) leave out the messages sent in a
+// second in which the hypervisor took StealLeaveOut (5%) of the CPU or
+// more, in the run and in its reference alike (Judged): such seconds
+// measure the host rather than fairq. Each criterion tells how many it
+// left out and its ratio with them; where more than LeftOutMost (a
+// quarter) of a window's messages would be left out, it is not judged,
+// and the run is to be made again. The tables and charts keep every
+// message. The CPU samples are written beside the run (cpu.csv), so that
+// a run read back is judged alike.
+//
 // Each run writes fairq.yaml, the processes' logs, messages.csv (one line
-// per accepted message) and result.json into its directory; LoadResult
+// per accepted message), queues.csv, cpu.csv and result.json into its
+// directory; LoadResult
 // reads them back, and WriteReport draws the charts (one PNG per scenario:
 // a panel per mode with every tenant's p95 by time of sending) and writes
 // the markdown report with the Done-when Criteria.

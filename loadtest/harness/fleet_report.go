@@ -138,20 +138,24 @@ func FleetChecks(fr *FleetResult) []Criterion {
 	case sc.Outage.For > 0:
 		name = fmt.Sprintf("Latency: quiet tenants' p95 from %v after the restart ≤ %g× before the outage", FreshAfter, RecoveryFactor)
 		if rc := r.Recovery; rc != nil {
-			cs = append(cs, Criterion{Name: name, Pass: fresh(rc),
-				Measured: fmt.Sprintf("%s vs %s: %s", fmtDur(rc.FreshP95), fmtDur(rc.Baseline), fmtRatio(float64(rc.FreshP95)/float64(max(rc.Baseline, time.Microsecond))))})
+			cs = append(cs, latencyCriterion(name, vsText(rc.FreshP95, rc.Baseline), []Judged{rc.Fresh}, []Judged{rc.Before}, fresh(rc)))
 		} else {
 			cs = append(cs, Criterion{Name: name, Missing: true, Measured: "no outage measured"})
 		}
 	case sc.Baseline:
 		name = fmt.Sprintf("Latency: quiet tenants' p95 ≤ %g× their baseline (the quiet tenants alone on the same fleet; with a baseline on each side of the run, the mean of the two)", NoisyFullBound)
-		if base, ok := fr.baselineP95(""); ok {
-			x := float64(r.Quiet.Latency.P95) / float64(max(base, time.Microsecond))
-			m := fmt.Sprintf("%s vs %s", fmtDur(r.Quiet.Latency.P95), fmtDur(base))
-			if fr.Baseline != nil && fr.BaselineAfter != nil {
-				m += fmt.Sprintf(" (before %s, after %s)", fmtDur(fr.Baseline.Quiet.Latency.P95), fmtDur(fr.BaselineAfter.Quiet.Latency.P95))
+		if bs := fr.baselines(); len(bs) > 0 {
+			var want []Judged
+			for _, b := range bs {
+				want = append(want, b.QuietJudged)
 			}
-			cs = append(cs, Criterion{Name: name, Pass: x <= NoisyFullBound, Measured: m + ": " + fmtRatio(x)})
+			got, base := r.QuietJudged.P95, meanJudged(want, false)
+			x := float64(got) / float64(max(base, time.Microsecond))
+			m := fmt.Sprintf("%s vs %s", fmtDur(got), fmtDur(base))
+			if len(want) == 2 {
+				m += fmt.Sprintf(" (before %s, after %s)", fmtDur(want[0].P95), fmtDur(want[1].P95))
+			}
+			cs = append(cs, latencyCriterion(name, m+": "+fmtRatio(x), []Judged{r.QuietJudged}, want, x <= NoisyFullBound))
 		} else {
 			cs = append(cs, Criterion{Name: name, Missing: true, Measured: "baseline not run"})
 		}
@@ -185,7 +189,9 @@ func WriteFleetReport(dir string, frs []*FleetResult, env Environment) ([]byte, 
 		"pushing to one application, on the fauxqs SQS emulator and one Redis, a single node or a %d-master Redis Cluster. "+
 		"The application counts each tenant's pushes in progress across all the workers. A tenant is rate-bound in a second when at its start at least "+
 		"process_rate of its accepted messages waited for their first push and at its end one still did; the first second of each such stretch "+
-		"(when process_burst may be spent), the warmup and the outage are left out.\n\n", FleetGateways, FleetWorkers, clusterMasters)
+		"(when process_burst may be spent), the warmup and the outage are left out. "+
+		"The latency criteria leave out the messages sent in a second in which the hypervisor took %.0f%% of the CPU or more (CPU steal), "+
+		"and are not judged where that is more than %.0f%% of a window's.\n\n", FleetGateways, FleetWorkers, clusterMasters, 100*StealLeaveOut, 100*LeftOutMost)
 	for _, fr := range frs {
 		writeFleetRun(&b, fr)
 	}

@@ -200,12 +200,12 @@ func fleetResult() *FleetResult {
 	sc.Workers = FleetWorkers
 	run := &Result{Scenario: sc, Mode: ModeFleet, Drained: true, Gateways: FleetGateways,
 		Accounting: Accounting{Accepted: 100, Processed: 100},
-		Quiet:      TenantStats{Latency: Quantiles{P95: 11 * time.Millisecond}},
+		Quiet:      TenantStats{Latency: Quantiles{P95: 11 * time.Millisecond}}, QuietJudged: judged(11 * time.Millisecond),
 		LimitsSeen: &LimitsSeen{MaxInFlight: map[string]int64{"noisy": 10, "quiet-1": 2},
 			Rates: []RateBound{{Tenant: "noisy", Seconds: 49, Starts: 1960, Rate: 40}}}}
 	base := &Result{Scenario: sc.WithoutOthers(), Mode: ModeFleet, Baseline: true, Drained: true,
 		Accounting: Accounting{Accepted: 50, Processed: 50},
-		Quiet:      TenantStats{Latency: Quantiles{P95: 10 * time.Millisecond}}}
+		Quiet:      TenantStats{Latency: Quantiles{P95: 10 * time.Millisecond}}, QuietJudged: judged(10 * time.Millisecond)}
 	return &FleetResult{Scenario: sc, Redis: RedisSingle, Run: run, Baseline: base}
 }
 
@@ -213,7 +213,7 @@ func fleetResult() *FleetResult {
 // the run, with the quiet tenants' p95 at p95.
 func baselineAfter(fr *FleetResult, p95 time.Duration) *Result {
 	b := *fr.Baseline
-	b.Quiet.Latency.P95 = p95
+	b.Quiet.Latency.P95, b.QuietJudged = p95, judged(p95)
 	return &b
 }
 
@@ -231,17 +231,25 @@ func TestFleetChecks(t *testing.T) {
 			rb.Rate = float64(rb.Starts) / float64(rb.Seconds)
 		}, "Rate"},
 		{"rate too low", func(fr *FleetResult) { fr.Run.LimitsSeen.Rates[0].Rate = 30 }, "Rate"},
-		{"quiet tenants slowed", func(fr *FleetResult) { fr.Run.Quiet.Latency.P95 = 13 * time.Millisecond }, "Latency"},
+		{"quiet tenants slowed", func(fr *FleetResult) { fr.Run.QuietJudged = judged(13 * time.Millisecond) }, "Latency"},
+		// Seconds of steal are left out: judged by the messages kept, and
+		// told.
+		{"slowed only in seconds of steal", func(fr *FleetResult) {
+			fr.Run.QuietJudged = Judged{P95: 11 * time.Millisecond, All: 13 * time.Millisecond, Kept: 80, LeftOut: 20}
+		}, ""},
+		{"slowed in the seconds kept", func(fr *FleetResult) {
+			fr.Run.QuietJudged = Judged{P95: 13 * time.Millisecond, All: 11 * time.Millisecond, Kept: 80, LeftOut: 20}
+		}, "Latency"},
 		{"a message lost", func(fr *FleetResult) { fr.Run.Accounting.Lost, fr.Run.Accounting.Processed = 1, 99 }, "Nothing lost"},
 		{"baseline not drained", func(fr *FleetResult) { fr.Baseline.Drained = false }, "Nothing lost"},
 		// With the baseline run again after the run, the run is compared
 		// with the mean of the two: 13 ms against 10 and 12 ms is 1.18×.
 		{"slower than the baseline before, not the mean", func(fr *FleetResult) {
-			fr.Run.Quiet.Latency.P95 = 13 * time.Millisecond
+			fr.Run.QuietJudged = judged(13 * time.Millisecond)
 			fr.BaselineAfter = baselineAfter(fr, 12*time.Millisecond)
 		}, ""},
 		{"slower than the mean of the baselines", func(fr *FleetResult) {
-			fr.Run.Quiet.Latency.P95 = 13 * time.Millisecond
+			fr.Run.QuietJudged = judged(13 * time.Millisecond)
 			fr.BaselineAfter = baselineAfter(fr, 10*time.Millisecond)
 		}, "Latency"},
 		{"baseline after lost a message", func(fr *FleetResult) {
@@ -270,10 +278,47 @@ func TestFleetChecks(t *testing.T) {
 	}
 }
 
+// TestLatencyLeftOut checks how the latency criterion tells the messages
+// sent in seconds of steal that it left out, and that it is not judged
+// when more than LeftOutMost of a window's were.
+func TestLatencyLeftOut(t *testing.T) {
+	tests := []struct {
+		name  string
+		run   Judged
+		base  Judged
+		want  string
+		judge bool
+	}{
+		{"none left out", judged(11 * time.Millisecond), judged(10 * time.Millisecond), "11 ms vs 10 ms: 1.10×", true},
+		{"a fifth of the run's", Judged{P95: 11 * time.Millisecond, All: 13 * time.Millisecond, Kept: 80, LeftOut: 20}, judged(10 * time.Millisecond),
+			"11 ms vs 10 ms: 1.10× (left out, sent in seconds of ≥5% CPU steal: 20 of 200 messages; with every message: 13 ms vs 10 ms: 1.30×)", true},
+		{"a third of the run's", Judged{P95: 11 * time.Millisecond, All: 13 * time.Millisecond, Kept: 70, LeftOut: 30}, judged(10 * time.Millisecond),
+			"not judged: 30 of 100 messages of a window sent in seconds of ≥5% CPU steal, more than 25%; with every message: 13 ms vs 10 ms: 1.30×", false},
+		{"a third of the baseline's", judged(11 * time.Millisecond), Judged{P95: 10 * time.Millisecond, All: 9 * time.Millisecond, Kept: 70, LeftOut: 30},
+			"not judged: 30 of 100 messages of a window sent in seconds of ≥5% CPU steal, more than 25%; with every message: 11 ms vs 9.0 ms: 1.22×", false},
+		{"none kept", Judged{P95: 0, All: 13 * time.Millisecond, Kept: 0, LeftOut: 0}, judged(10 * time.Millisecond),
+			"not judged: a window has no messages; with every message: 13 ms vs 10 ms: 1.30×", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fr := fleetResult()
+			fr.Run.QuietJudged, fr.Baseline.QuietJudged = tt.run, tt.base
+			c := FleetChecks(fr)[2]
+			if !strings.HasPrefix(c.Name, "Latency") {
+				t.Fatalf("third check is %q", c.Name)
+			}
+			if c.Missing == tt.judge || !strings.HasSuffix(c.Measured, tt.want) {
+				t.Errorf("judged %t, measured %q; want judged %t, ending %q", !c.Missing, c.Measured, tt.judge, tt.want)
+			}
+		})
+	}
+}
+
 func TestFleetChecksOutage(t *testing.T) {
 	sc := outage(false)
 	r := &Result{Scenario: sc, Mode: ModeFleet, Drained: true, Accounting: Accounting{Accepted: 10, Processed: 10},
-		Recovery:   &Recovery{Baseline: 10 * time.Millisecond, Threshold: 12 * time.Millisecond, FreshP95: 30 * time.Millisecond},
+		Recovery: &Recovery{Baseline: 10 * time.Millisecond, Threshold: 12 * time.Millisecond, FreshP95: 30 * time.Millisecond,
+			Before: judged(10 * time.Millisecond), Fresh: judged(30 * time.Millisecond)},
 		LimitsSeen: &LimitsSeen{MaxInFlight: map[string]int64{"quiet-1": 3}}}
 	cs := FleetChecks(&FleetResult{Scenario: sc, Redis: RedisCluster, Run: r})
 	got := map[string]string{}

@@ -84,3 +84,69 @@ func TestSteal(t *testing.T) {
 		t.Error("a run without samples has a steal note")
 	}
 }
+
+func TestStolen(t *testing.T) {
+	// Samples every second, 200 ticks apart; 20 stolen (10%) between 2 s
+	// and 3 s, 9 (4.5%) between 3 s and 4 s, 10 (5%) between 4 s and 5 s.
+	var samples []CPUSample
+	var steal uint64
+	for s := range 6 {
+		samples = append(samples, CPUSample{At: time.Duration(s) * time.Second, Steal: steal, Total: uint64(200 * s)})
+		steal += map[int]uint64{2: 20, 3: 9, 4: 10}[s]
+	}
+	left := stolen(samples)
+	for _, tt := range []struct {
+		at   time.Duration
+		want bool
+	}{
+		{-time.Second, false},
+		{1500 * time.Millisecond, false},
+		{2 * time.Second, true}, // an interval's start is in it
+		{2999 * time.Millisecond, true},
+		{3 * time.Second, false}, // 4.5%: under StealLeaveOut
+		{4500 * time.Millisecond, true},
+		{5 * time.Second, false}, // the last sample: no interval after it
+		{time.Minute, false},
+	} {
+		if got := left(tt.at); got != tt.want {
+			t.Errorf("stolen at %v: %t, want %t", tt.at, got, tt.want)
+		}
+	}
+	if stolen(nil)(time.Second) {
+		t.Error("without samples, a second counted as stolen")
+	}
+}
+
+func TestJudge(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	// 20 messages of 1-20 ms; the four slowest sent in seconds of steal.
+	var lat []time.Duration
+	var left []bool
+	for i := 20; i >= 1; i-- {
+		lat = append(lat, ms(i))
+		left = append(left, i > 16)
+	}
+	j := judge(lat, left)
+	want := Judged{P95: ms(16), All: ms(19), Kept: 16, LeftOut: 4}
+	if diff := cmp.Diff(want, j); diff != "" {
+		t.Errorf("judge (-want +got):\n%s", diff)
+	}
+	if j.Void() {
+		t.Error("4 of 20 left out: void")
+	}
+	if lat[0] != ms(20) {
+		t.Error("judge sorted the latencies it was given")
+	}
+	// A quarter left out may be; one more may not.
+	left[4] = true
+	if j := judge(lat, left); j.Void() {
+		t.Errorf("5 of 20 left out: %+v void", j)
+	}
+	left[5] = true
+	if j := judge(lat, left); !j.Void() {
+		t.Errorf("6 of 20 left out: %+v not void", j)
+	}
+	if !(Judged{}).Void() {
+		t.Error("an empty window is judged")
+	}
+}

@@ -43,27 +43,18 @@ func Criteria(rs []*ScenarioResult) []Criterion {
 	missing := func(name string) Criterion { return Criterion{Name: name, Missing: true, Measured: "not run"} }
 
 	noisy := find(ScenarioNoisy)
-	ratio := func(m Mode) (float64, *Result, *Result) {
+	noisyLatency := func(name string, m Mode, pass func(x float64) bool) Criterion {
 		if noisy == nil || noisy.Runs[m] == nil || noisy.Baselines[m] == nil {
-			return 0, nil, nil
+			return missing(name)
 		}
-		r, b := noisy.Runs[m], noisy.Baselines[m]
-		return float64(r.Quiet.Latency.P95) / float64(max(b.Quiet.Latency.P95, time.Microsecond)), r, b
+		r, b := noisy.Runs[m].QuietJudged, noisy.Baselines[m].QuietJudged
+		return latencyCriterion(name, vsText(r.P95, b.P95), []Judged{r}, []Judged{b}, pass(float64(r.P95)/float64(max(b.P95, time.Microsecond))))
 	}
-	name := fmt.Sprintf("Noisy neighbour: quiet tenants' p95 in full mode ≤ %g× their baseline", NoisyFullBound)
-	if x, r, b := ratio(ModeFull); r != nil {
-		cs = append(cs, Criterion{Name: name, Pass: x <= NoisyFullBound,
-			Measured: fmt.Sprintf("%s vs %s: %.2f×", fmtDur(r.Quiet.Latency.P95), fmtDur(b.Quiet.Latency.P95), x)})
-	} else {
-		cs = append(cs, missing(name))
-	}
-	name = fmt.Sprintf("Noisy neighbour: single-queue mode ≥ %g× worse than its baseline", NoisySingleBound)
-	if x, r, b := ratio(ModeSingle); r != nil {
-		cs = append(cs, Criterion{Name: name, Pass: x >= NoisySingleBound,
-			Measured: fmt.Sprintf("%s vs %s: %.0f×", fmtDur(r.Quiet.Latency.P95), fmtDur(b.Quiet.Latency.P95), x)})
-	} else {
-		cs = append(cs, missing(name))
-	}
+	cs = append(cs, noisyLatency(fmt.Sprintf("Noisy neighbour: quiet tenants' p95 in full mode ≤ %g× their baseline", NoisyFullBound), ModeFull,
+		func(x float64) bool { return x <= NoisyFullBound }))
+	cs = append(cs, noisyLatency(fmt.Sprintf("Noisy neighbour: single-queue mode ≥ %g× worse than its baseline", NoisySingleBound), ModeSingle,
+		func(x float64) bool { return x >= NoisySingleBound }))
+	name := ""
 	name = fmt.Sprintf("Noisy neighbour: Jain's index over quiet tenants' goodput ≥ %g in full mode", JainBound)
 	if noisy != nil && noisy.Runs[ModeFull] != nil {
 		j := noisy.Runs[ModeFull].Jain
@@ -81,8 +72,7 @@ func Criteria(rs []*ScenarioResult) []Criterion {
 	}
 	name = fmt.Sprintf("Outage: full mode serves new messages at baseline latency within %v of recovery", FreshAfter)
 	if r := rec(ModeFull); r != nil {
-		rc := r.Recovery
-		cs = append(cs, Criterion{Name: name, Pass: fresh(rc), Measured: recoveryText(rc)})
+		cs = append(cs, recoveryCriterion(name, r.Recovery, fresh(r.Recovery)))
 	} else {
 		cs = append(cs, missing(name))
 	}
@@ -95,8 +85,7 @@ func Criteria(rs []*ScenarioResult) []Criterion {
 	}
 	name = "Outage: single-queue mode does not"
 	if r := rec(ModeSingle); r != nil {
-		rc := r.Recovery
-		cs = append(cs, Criterion{Name: name, Pass: !fresh(rc), Measured: recoveryText(rc)})
+		cs = append(cs, recoveryCriterion(name, r.Recovery, !fresh(r.Recovery)))
 	} else {
 		cs = append(cs, missing(name))
 	}
@@ -125,6 +114,54 @@ func Criteria(rs []*ScenarioResult) []Criterion {
 // fresh reports whether messages sent from FreshAfter after the restart
 // were served at baseline latency: their p95 within the threshold.
 func fresh(rc *Recovery) bool { return rc.FreshP95 >= 0 && rc.FreshP95 <= rc.Threshold }
+
+// latencyCriterion returns criterion name, met by pass, judged by the p95
+// of the windows got against that of the windows want and told by head.
+// A window with too many messages left out (Judged.Void) leaves it not
+// judged. What was left out is told, and the ratio with it.
+func latencyCriterion(name, head string, got, want []Judged, pass bool) Criterion {
+	all, baseAll := meanJudged(got, true), meanJudged(want, true)
+	with := "with every message: " + vsText(all, baseAll)
+	js := append(slices.Clone(got), want...)
+	for _, j := range js {
+		if j.Kept+j.LeftOut == 0 {
+			return Criterion{Name: name, Missing: true, Measured: "not judged: a window has no messages; " + with}
+		}
+		if j.Void() {
+			return Criterion{Name: name, Missing: true, Measured: fmt.Sprintf("not judged: %d of %d messages of a window sent in seconds of ≥%.0f%% CPU steal, more than %.0f%%; %s",
+				j.LeftOut, j.Kept+j.LeftOut, 100*StealLeaveOut, 100*LeftOutMost, with)}
+		}
+	}
+	if n := leftOutNote(js...); n != "" {
+		head += fmt.Sprintf(" (%s; %s)", n, with)
+	}
+	return Criterion{Name: name, Pass: pass, Measured: head}
+}
+
+// recoveryCriterion returns criterion name of an outage's latency, met
+// by pass, told by recoveryText.
+func recoveryCriterion(name string, rc *Recovery, pass bool) Criterion {
+	return latencyCriterion(name, recoveryText(rc), []Judged{rc.Fresh}, []Judged{rc.Before}, pass)
+}
+
+// meanJudged returns the mean of the windows' p95s: of every message
+// when all is set, otherwise of the messages kept.
+func meanJudged(js []Judged, all bool) time.Duration {
+	var sum time.Duration
+	for _, j := range js {
+		if all {
+			sum += j.All
+		} else {
+			sum += j.P95
+		}
+	}
+	return sum / time.Duration(max(len(js), 1))
+}
+
+// vsText compares a p95 with its reference: "4.4 ms vs 4.0 ms: 1.10×".
+func vsText(got, want time.Duration) string {
+	return fmt.Sprintf("%s vs %s: %s", fmtDur(got), fmtDur(want), fmtRatio(float64(got)/float64(max(want, time.Microsecond))))
+}
 
 func recoveryText(rc *Recovery) string {
 	text := fmt.Sprintf("p95 of messages sent from %v after the restart to the end of the load: %s, %s the %s before the outage",

@@ -17,6 +17,7 @@ func quietResult(sc Scenario, m Mode, baseline bool, p95 time.Duration, jainInde
 	r := &Result{Scenario: sc, Mode: m, Baseline: baseline, Drained: true, Jain: jainIndex,
 		Accounting: Accounting{Accepted: 10, Processed: 10}}
 	r.Quiet.Latency = Quantiles{N: 10, P50: p95 / 2, P95: p95, P99: p95, Max: p95}
+	r.QuietJudged = judged(p95)
 	for _, t := range sc.Tenants {
 		st := TenantStats{ID: t.ID, Role: t.Role, Shard: "[0 1]", Latency: r.Quiet.Latency}
 		r.Tenants = append(r.Tenants, st)
@@ -26,6 +27,9 @@ func quietResult(sc Scenario, m Mode, baseline bool, p95 time.Duration, jainInde
 	}
 	return r
 }
+
+// judged is a window of 100 messages whose p95 is p95, none left out.
+func judged(p95 time.Duration) Judged { return Judged{P95: p95, All: p95, Kept: 100} }
 
 func testScenarioResults(fullP95, fullFresh time.Duration) []*ScenarioResult {
 	noisy, _ := NewScenario(ScenarioNoisy, false)
@@ -46,6 +50,7 @@ func testScenarioResults(fullP95, fullFresh time.Duration) []*ScenarioResult {
 		if m == ModeFull {
 			r.Recovery.RecoveredAfter, r.Recovery.FreshP95 = time.Second, fullFresh
 		}
+		r.Recovery.Before, r.Recovery.Fresh = judged(r.Recovery.Baseline), judged(r.Recovery.FreshP95)
 		o.Add(r)
 	}
 	return []*ScenarioResult{n, o}

@@ -80,6 +80,10 @@ type Result struct {
 	Tenants    []TenantStats `json:"tenants"`
 	// Quiet pools the quiet tenants' messages.
 	Quiet TenantStats `json:"quiet"`
+	// QuietJudged is the quiet tenants' p95 that the noisy-neighbour
+	// latency criteria judge: Quiet's, less the messages sent in a second
+	// of steal (StealLeaveOut).
+	QuietJudged Judged `json:"quiet_judged"`
 	// Jain is Jain's fairness index of the quiet tenants' goodput: 1 when
 	// all got the same, 1/n when one got everything.
 	Jain float64 `json:"jain"`
@@ -212,17 +216,22 @@ type TenantStats struct {
 // workers were started again (Result.OutageEnd).
 type Recovery struct {
 	// Baseline is the p95 of messages sent before the outage (after the
-	// warmup); Threshold is what counts as served at baseline latency:
-	// RecoveryFactor times it.
+	// warmup), Before.P95; Threshold is what counts as served at baseline
+	// latency: RecoveryFactor times it.
 	Baseline  time.Duration `json:"baseline_p95"`
 	Threshold time.Duration `json:"threshold"`
+	// Before and Fresh judge the windows that Baseline and FreshP95
+	// measure, the messages sent in a second of steal left out
+	// (StealLeaveOut).
+	Before Judged `json:"before"`
+	Fresh  Judged `json:"fresh"`
 	// RecoveredAfter is the start of the first RecoveryWindow of send
 	// time after the restart (in steps of a second) whose messages' p95
 	// is within Threshold: from about then on, new messages are served
 	// at baseline latency. -1 if no window of the load is.
 	RecoveredAfter time.Duration `json:"recovered_after"`
 	// FreshP95 is the p95 of messages sent from FreshAfter after the
-	// restart to the end of the load; -1 if there were none.
+	// restart to the end of the load, Fresh.P95; -1 if none was kept.
 	FreshP95 time.Duration `json:"fresh_p95"`
 	// BacklogCleared is when the last message sent during the outage
 	// started; BacklogClearedInLoad says whether that was before the load
@@ -380,6 +389,7 @@ func (r *Result) analyse() {
 		}
 	}
 	r.Quiet.Latency = quantiles(quietLat)
+	r.QuietJudged = r.quietJudged()
 	r.Jain = jain(quietGood)
 	if sc.Outage.For > 0 && !r.OutageEnd.IsZero() {
 		r.Recovery = r.recovery()
@@ -422,11 +432,33 @@ func (r *Result) steal() *Steal {
 	return s
 }
 
+// quietJudged judges the quiet tenants' messages sent from the warmup to
+// the end of the load.
+func (r *Result) quietJudged() Judged {
+	sc := r.Scenario
+	quiet := make(map[string]bool)
+	for _, t := range sc.Tenants {
+		quiet[t.ID] = t.Role == RoleQuiet
+	}
+	left := stolen(r.CPU)
+	var lat []time.Duration
+	var out []bool
+	for _, m := range r.Messages {
+		if quiet[m.Tenant] && in(m.Sent, sc.Warmup, sc.Duration) && m.Latency >= 0 {
+			lat = append(lat, m.Latency)
+			out = append(out, left(m.Sent))
+		}
+	}
+	return judge(lat, out)
+}
+
 // recovery measures the outage's aftermath.
 func (r *Result) recovery() *Recovery {
 	sc := r.Scenario
 	restart := r.since(r.OutageEnd)
+	left := stolen(r.CPU)
 	var before, fresh []time.Duration
+	var beforeLeft, freshLeft []bool
 	// The workers may be back only after the load ended (stopping them
 	// took longer than the outage): then no bucket.
 	buckets := make([][]time.Duration, max(0, int(math.Ceil((sc.Duration-restart).Seconds()))))
@@ -439,12 +471,14 @@ func (r *Result) recovery() *Recovery {
 		switch {
 		case in(m.Sent, sc.Warmup, outageFrom):
 			before = append(before, m.Latency)
+			beforeLeft = append(beforeLeft, left(m.Sent))
 		case m.Sent >= restart:
 			if i := int((m.Sent - restart) / time.Second); i < len(buckets) {
 				buckets[i] = append(buckets[i], m.Latency)
 			}
 			if m.Sent >= restart+FreshAfter {
 				fresh = append(fresh, m.Latency)
+				freshLeft = append(freshLeft, left(m.Sent))
 			}
 		}
 		if in(m.Sent, outageFrom, restart) {
@@ -452,11 +486,12 @@ func (r *Result) recovery() *Recovery {
 			rec.BacklogCleared = max(rec.BacklogCleared, started)
 		}
 	}
-	rec.Baseline = quantiles(before).P95
+	rec.Before, rec.Fresh = judge(before, beforeLeft), judge(fresh, freshLeft)
+	rec.Baseline = rec.Before.P95
 	rec.Threshold = time.Duration(RecoveryFactor * float64(rec.Baseline))
 	rec.FreshP95 = -1
-	if len(fresh) > 0 {
-		rec.FreshP95 = quantiles(fresh).P95
+	if rec.Fresh.Kept > 0 {
+		rec.FreshP95 = rec.Fresh.P95
 	}
 	for _, b := range buckets {
 		rec.Buckets = append(rec.Buckets, quantiles(b).P95)
@@ -519,7 +554,8 @@ func jain(xs []float64) float64 {
 }
 
 // write saves the run's records under dir: messages.csv (one line per
-// accepted message) and result.json (everything else).
+// accepted message), queues.csv (the depths), cpu.csv (the CPU samples)
+// and result.json (everything else).
 func (r *Result) write(dir string) error {
 	f, err := os.Create(filepath.Join(dir, "messages.csv"))
 	if err != nil {
@@ -545,6 +581,14 @@ func (r *Result) write(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "queues.csv"), q.Bytes(), 0o644); err != nil {
 		return err
 	}
+	var c bytes.Buffer
+	fmt.Fprintln(&c, "t_s,steal,total")
+	for _, s := range r.CPU {
+		fmt.Fprintf(&c, "%.3f,%d,%d\n", s.At.Seconds(), s.Steal, s.Total)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu.csv"), c.Bytes(), 0o644); err != nil {
+		return err
+	}
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -560,9 +604,9 @@ func ms(d time.Duration) float64 {
 	return float64(d) / float64(time.Millisecond)
 }
 
-// LoadResult reads back a run written under dir (result.json and
-// messages.csv), enough to draw and report it again; its Sends and
-// Deliveries are not kept.
+// LoadResult reads back a run written under dir (result.json,
+// messages.csv, queues.csv and cpu.csv), enough to draw and report it
+// again; its Sends and Deliveries are not kept.
 func LoadResult(dir string) (*Result, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
@@ -601,6 +645,10 @@ func LoadResult(dir string) (*Result, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	if r.CPU, err = loadCPU(dir); err != nil {
+		return nil, err
+	}
+	r.QuietJudged = r.quietJudged() // as this release judges it
 	if r.Scenario.Outage.For > 0 && !r.OutageEnd.IsZero() {
 		r.Recovery = r.recovery() // as this release measures it
 	}
@@ -621,6 +669,32 @@ func LoadResult(dir string) (*Result, error) {
 		r.Depths = append(r.Depths, d)
 	}
 	return r, nil
+}
+
+// loadCPU reads back the CPU samples of a run written under dir
+// (cpu.csv); none for a run written before it was.
+func loadCPU(dir string) ([]CPUSample, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "cpu.csv"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var samples []CPUSample
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if i == 0 || line == "" {
+			continue
+		}
+		var s CPUSample
+		var at float64
+		if _, err := fmt.Sscanf(strings.ReplaceAll(line, ",", " "), "%g %d %d", &at, &s.Steal, &s.Total); err != nil {
+			return nil, fmt.Errorf("%s: cpu.csv line %d: %w", dir, i+1, err)
+		}
+		s.At = time.Duration(at * float64(time.Second))
+		samples = append(samples, s)
+	}
+	return samples, nil
 }
 
 func fromMS(v float64) time.Duration {

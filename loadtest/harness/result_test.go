@@ -3,6 +3,7 @@ package harness
 import (
 	"math"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -212,6 +213,8 @@ func TestRecovery(t *testing.T) {
 	rc := r.recovery()
 	want := &Recovery{
 		Baseline: 20 * time.Millisecond, Threshold: 24 * time.Millisecond,
+		Before:         Judged{P95: 20 * time.Millisecond, All: 20 * time.Millisecond, Kept: 40},
+		Fresh:          Judged{P95: 22 * time.Millisecond, All: 22 * time.Millisecond, Kept: 100},
 		RecoveredAfter: 2 * time.Second, FreshP95: 22 * time.Millisecond,
 		BacklogCleared: time.Second, BacklogClearedInLoad: true,
 	}
@@ -221,6 +224,31 @@ func TestRecovery(t *testing.T) {
 	if len(rc.Buckets) != 15 || rc.Buckets[0] != 3*time.Second || rc.Buckets[14] != 22*time.Millisecond {
 		t.Errorf("buckets %v: want 15, from 3 s to 22 ms", rc.Buckets)
 	}
+
+	// Slow from 22 s on, in seconds of steal: left out of FreshP95, not
+	// of the buckets.
+	slow := slices.Clone(r.Messages)
+	for i := range slow {
+		if slow[i].Sent >= 22*time.Second {
+			slow[i].Latency = time.Second
+		}
+	}
+	for s := range 31 {
+		stolen := uint64(0)
+		if s > 22 {
+			stolen = uint64(20 * (s - 22)) // 10% of 200 ticks a second from 22 s
+		}
+		r.CPU = append(r.CPU, CPUSample{At: time.Duration(s) * time.Second, Steal: stolen, Total: uint64(200 * s)})
+	}
+	r.Messages = slow
+	rc = r.recovery()
+	if rc.FreshP95 != 22*time.Millisecond || rc.Fresh.All != time.Second || rc.Fresh.Kept != 20 || rc.Fresh.LeftOut != 80 || rc.Buckets[14] != time.Second {
+		t.Errorf("with steal from 22 s: FreshP95 %v, Fresh %+v, last bucket %v; want 22ms, 20 kept and 80 left out, 1s", rc.FreshP95, rc.Fresh, rc.Buckets[14])
+	}
+	if !rc.Fresh.Void() {
+		t.Error("80 of 100 left out: judged")
+	}
+	r.CPU = nil
 
 	// Slow to the end of the load: never recovered.
 	for i := range r.Messages {
@@ -235,7 +263,14 @@ func TestRecovery(t *testing.T) {
 
 func TestLoadResult(t *testing.T) {
 	r := testResult()
+	// 10% stolen from 4 s: quiet-1's message sent then left out.
+	for s := range 12 {
+		r.CPU = append(r.CPU, CPUSample{At: time.Duration(s) * time.Second, Steal: uint64(20 * max(0, s-4)), Total: uint64(200 * s)})
+	}
 	r.analyse()
+	if j := r.QuietJudged; j.Kept != 1 || j.LeftOut != 1 {
+		t.Errorf("quiet tenants judged %+v: want 1 kept, 1 left out", j)
+	}
 	dir := t.TempDir()
 	if err := r.write(dir); err != nil {
 		t.Fatal(err)
