@@ -314,7 +314,7 @@ func (p *poller) run(ctx, jobCtx context.Context) {
 			w.jobs.Add(1)
 			go w.process(jobCtx, p.queue, m, r.at, w.hold(r.release))
 		}
-		if ctx.Err() != nil || !p.follow(ctx, jobCtx, r, nx) {
+		if !p.follow(ctx, jobCtx, r, nx) {
 			return
 		}
 	}
@@ -339,18 +339,8 @@ func (p *poller) follow(ctx, jobCtx context.Context, r receipt, nx next) bool {
 
 // receive makes the planned receive: it reserves the slots, completes a
 // watch-mode plan, receives, and gives back the slots the receive did not
-// fill. false means the loop ends with nothing to start: the worker is
-// stopping (the slots are given back, and so is what the receive brought,
-// at once), or the loop's queue went to other workers and the receive
-// brought nothing.
-//
-// A receive that brings messages as its queue goes to other workers
-// (rebalance) is kept, and its messages started here, as if the queue
-// had moved a moment later. Given back, each cost a move (a send and a
-// delete) and waited for the send batch: after a 60 s outage, the four
-// workers' queues changed hands as they filled and emptied through the
-// drain, and fresh messages given back started 20-45 ms late, where the
-// others took under a millisecond.
+// fill. false means the worker is stopping: the slots are given back, and
+// so is what the receive brought, at once.
 func (p *poller) receive(ctx context.Context, pl receivePlan) (receipt, bool) {
 	w := p.w
 	n, pr, release, err := p.reserve(ctx, pl)
@@ -371,7 +361,7 @@ func (p *poller) receive(ctx context.Context, pl receivePlan) (receipt, bool) {
 	}
 	r := receipt{at: w.cfg.NowFunc(), slots: n, short: pl.short, prio: pr, release: release}
 	r.msgs, r.err = w.receive(p.queue, queue.ReceiveOptions{Max: n, Wait: pl.wait, Visibility: w.cfg.VisibilityTimeout})
-	if ctx.Err() != nil && (w.polling.Err() != nil || len(r.msgs) == 0) {
+	if ctx.Err() != nil {
 		w.giveBack(ctx, p.queue, r.msgs)
 		release(n)
 		return receipt{}, false

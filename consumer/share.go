@@ -155,7 +155,7 @@ func (w *Worker) leave() {
 
 // rebalance watches the live queues the plan for view v gives: it stops
 // the loops of the queues it loses, whose receives under way finish and
-// whose messages start here (poller.receive), and starts a loop on each
+// give back what they bring, as at shutdown, and starts a loop on each
 // queue it gains, with others (the overflow and backlog loops, at Start)
 // counted as contenders together with them.
 func (w *Worker) rebalance(ctx, jobCtx context.Context, v fleetView, others ...*poller) {

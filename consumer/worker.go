@@ -275,12 +275,8 @@ type Worker struct {
 	// which a graceful stop lets them finish in, or on the in-memory
 	// backend the receive loops' own, which ends when a stop begins.
 	receiveCtx context.Context
-	// polling ends when a stop begins: the receive loops' context, of
-	// which a live queue's loop has one of its own, ended also when the
-	// queue goes to other workers (rebalance).
-	polling context.Context
-	stopCh  chan context.Context // size 1: the grace of the first Stop
-	done    chan struct{}        // closed when everything has ended
+	stopCh     chan context.Context // size 1: the grace of the first Stop
+	done       chan struct{}        // closed when everything has ended
 
 	jobs sync.WaitGroup
 }
@@ -331,7 +327,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.runCtx = ctx
 
 	pollCtx, stopPolling := context.WithCancel(ctx)
-	w.polling = pollCtx
 	w.receiveCtx = ctx
 	if _, mem := w.cfg.Backend.(*queue.Memory); mem {
 		w.receiveCtx = pollCtx
