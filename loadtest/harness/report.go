@@ -54,8 +54,7 @@ func Criteria(rs []*ScenarioResult) []Criterion {
 		func(x float64) bool { return x <= NoisyFullBound }))
 	cs = append(cs, noisyLatency(fmt.Sprintf("Noisy neighbour: single-queue mode ≥ %g× worse than its baseline", NoisySingleBound), ModeSingle,
 		func(x float64) bool { return x >= NoisySingleBound }))
-	name := ""
-	name = fmt.Sprintf("Noisy neighbour: Jain's index over quiet tenants' goodput ≥ %g in full mode", JainBound)
+	name := fmt.Sprintf("Noisy neighbour: Jain's index over quiet tenants' goodput ≥ %g in full mode", JainBound)
 	if noisy != nil && noisy.Runs[ModeFull] != nil {
 		j := noisy.Runs[ModeFull].Jain
 		cs = append(cs, Criterion{Name: name, Pass: j >= JainBound, Measured: fmt.Sprintf("%.3f", j)})
