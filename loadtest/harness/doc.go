@@ -122,10 +122,9 @@
 //
 // Each run writes fairq.yaml, the processes' logs, messages.csv (one line
 // per accepted message), queues.csv, cpu.csv and result.json into its
-// directory; LoadResult
-// reads them back, and WriteReport draws the charts (one PNG per scenario:
-// a panel per mode with every tenant's p95 by time of sending) and writes
-// the markdown report with the Done-when Criteria.
+// directory; LoadResult reads them back, and WriteReport draws the charts
+// (one PNG per scenario: a panel per mode with every tenant's p95 by time
+// of sending) and writes the markdown report with the Done-when Criteria.
 //
 // # Chaos
 //
