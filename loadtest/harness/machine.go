@@ -106,11 +106,22 @@ func stealShare(samples []CPUSample, from, to time.Duration) float64 {
 			last = i
 		}
 	}
-	if first < 0 || last <= first || samples[last].Total <= samples[first].Total {
+	if first < 0 || last <= first {
 		return -1
 	}
-	a, b := samples[first], samples[last]
-	return float64(b.Steal-a.Steal) / float64(b.Total-a.Total)
+	if x, ok := share(samples[first], samples[last]); ok {
+		return x
+	}
+	return -1
+}
+
+// share returns the share of the CPU time between samples a and b that
+// the hypervisor took; ok is false when no time passed between them.
+func share(a, b CPUSample) (float64, bool) {
+	if b.Total <= a.Total {
+		return 0, false
+	}
+	return float64(b.Steal-a.Steal) / float64(b.Total-a.Total), true
 }
 
 // StealLeaveOut is the hypervisor's share of the CPU over a second of a
@@ -140,8 +151,8 @@ func stolen(samples []CPUSample) func(at time.Duration) bool {
 		if i == 0 || i >= len(samples) {
 			return false
 		}
-		a, b := samples[i-1], samples[i]
-		return b.Total > a.Total && float64(b.Steal-a.Steal) >= StealLeaveOut*float64(b.Total-a.Total)
+		x, ok := share(samples[i-1], samples[i])
+		return ok && x >= StealLeaveOut
 	}
 }
 

@@ -645,56 +645,59 @@ func LoadResult(dir string) (*Result, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if r.CPU, err = loadCPU(dir); err != nil {
+	err = eachRow(dir, "cpu.csv", func(fields string) error {
+		var c CPUSample
+		var at float64
+		if _, err := fmt.Sscanf(fields, "%g %d %d", &at, &c.Steal, &c.Total); err != nil {
+			return err
+		}
+		c.At = time.Duration(at * float64(time.Second))
+		r.CPU = append(r.CPU, c)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	r.QuietJudged = r.quietJudged() // as this release judges it
 	if r.Scenario.Outage.For > 0 && !r.OutageEnd.IsZero() {
 		r.Recovery = r.recovery() // as this release measures it
 	}
-	q, err := os.ReadFile(filepath.Join(dir, "queues.csv"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	for i, line := range strings.Split(strings.TrimSpace(string(q)), "\n") {
-		if i == 0 || line == "" {
-			continue
-		}
+	err = eachRow(dir, "queues.csv", func(fields string) error {
 		var d DepthSample
 		var at float64
-		if _, err := fmt.Sscanf(strings.ReplaceAll(line, ",", " "), "%g %d %d %d %d", &at, &d.Live, &d.Overflow, &d.Backlog, &d.DLQ); err != nil {
-			return nil, fmt.Errorf("%s: queues.csv line %d: %w", dir, i+1, err)
+		if _, err := fmt.Sscanf(fields, "%g %d %d %d %d", &at, &d.Live, &d.Overflow, &d.Backlog, &d.DLQ); err != nil {
+			return err
 		}
 		d.At = time.Duration(at * float64(time.Second))
 		r.Depths = append(r.Depths, d)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
-// loadCPU reads back the CPU samples of a run written under dir
-// (cpu.csv); none for a run written before it was.
-func loadCPU(dir string) ([]CPUSample, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "cpu.csv"))
+// eachRow calls row with each line of the CSV file dir/name after its
+// header, commas made spaces for fmt.Sscanf; a missing file (a run
+// written before it was) has none.
+func eachRow(dir, name string, row func(fields string) error) error {
+	data, err := os.ReadFile(filepath.Join(dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var samples []CPUSample
 	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		if i == 0 || line == "" {
 			continue
 		}
-		var s CPUSample
-		var at float64
-		if _, err := fmt.Sscanf(strings.ReplaceAll(line, ",", " "), "%g %d %d", &at, &s.Steal, &s.Total); err != nil {
-			return nil, fmt.Errorf("%s: cpu.csv line %d: %w", dir, i+1, err)
+		if err := row(strings.ReplaceAll(line, ",", " ")); err != nil {
+			return fmt.Errorf("%s: %s line %d: %w", dir, name, i+1, err)
 		}
-		s.At = time.Duration(at * float64(time.Second))
-		samples = append(samples, s)
 	}
-	return samples, nil
+	return nil
 }
 
 func fromMS(v float64) time.Duration {
