@@ -138,7 +138,7 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 				return harness.Services{}, err
 			}
 		}
-		return harness.Services{SQSEndpoint: svc.SQSEndpoint, RedisCluster: cluster.RedisCluster}, nil
+		return svc.WithCluster(cluster), nil
 	}
 	var results []*harness.ScenarioResult
 	unbalanced := 0

@@ -71,26 +71,27 @@ const clientsSlack = 30 * time.Second
 
 // offerFromProcess offers cfg's load from a clients process bin, its
 // configuration (API keys included: readable by the owner alone), record
-// and output in dir, and returns its sends and the number skipped.
+// and output in dir, and returns its sends, the number skipped and the CPU
+// time the process used.
 //
 // The process runs under SCHED_IDLE (`chrt --idle 0`): it gets only the
 // cores that no other process wants, so that sending the load takes no
 // core from the fleet it measures, as clients on machines of their own
 // would not. It still sends on time while the machine has cores to spare
 // (Send.Late, Result.Late say whether it did).
-func offerFromProcess(ctx context.Context, bin, dir string, cfg ClientsConfig) ([]Send, int64, error) {
+func offerFromProcess(ctx context.Context, bin, dir string, cfg ClientsConfig) ([]Send, int64, time.Duration, error) {
 	data, err := json.Marshal(cfg)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	cfgPath, recPath := filepath.Join(dir, "clients.json"), filepath.Join(dir, "sends.jsonl")
 	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	p, err := startProcess("clients", dir, filepath.Join(dir, "clients.log"), nil, false, nil,
 		"chrt", "--idle", "0", bin, "-config", cfgPath, "-out", recPath)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	limit := time.NewTimer(time.Until(cfg.Start.Add(cfg.Duration)) + requestTimeout + clientsSlack)
 	defer limit.Stop()
@@ -98,15 +99,17 @@ func offerFromProcess(ctx context.Context, bin, dir string, cfg ClientsConfig) (
 	case <-p.done:
 	case <-limit.C:
 		p.kill()
-		return nil, 0, fmt.Errorf("clients: not done %v after the load", requestTimeout+clientsSlack)
+		return nil, 0, 0, fmt.Errorf("clients: not done %v after the load", requestTimeout+clientsSlack)
 	case <-ctx.Done():
 		p.kill()
-		return nil, 0, ctx.Err()
+		return nil, 0, 0, ctx.Err()
 	}
 	if p.err != nil {
-		return nil, 0, p.exitError()
+		return nil, 0, 0, p.exitError()
 	}
-	return readSends(recPath)
+	cpu, _ := p.cpuTime()
+	sends, skipped, err := readSends(recPath)
+	return sends, skipped, cpu, err
 }
 
 // readSends reads a clients process's record of sends, each line decoded

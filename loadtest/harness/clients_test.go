@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -41,7 +42,7 @@ func TestClientsProcess(t *testing.T) {
 		Tenants:  []Tenant{{ID: "a", Rate: 20}, {ID: "b", Rate: 10}},
 		Start:    time.Now().Add(clientsLead),
 		Duration: time.Second}
-	sends, skipped, err := offerFromProcess(t.Context(), bin, dir, cfg)
+	sends, skipped, cpu, err := offerFromProcess(t.Context(), bin, dir, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +61,11 @@ func TestClientsProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "clients.log")); err != nil {
 		t.Error(err)
+	}
+	// Its CPU time, read from its resource usage once it exited: it ran
+	// 30 requests and read its configuration, which takes some.
+	if runtime.GOOS == "linux" && cpu <= 0 {
+		t.Errorf("clients process CPU time %v, want some", cpu)
 	}
 }
 

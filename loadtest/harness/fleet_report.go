@@ -239,6 +239,9 @@ func writeFleetRun(w io.Writer, fr *FleetResult) {
 		if s := run.stealNote(); s != "" {
 			fmt.Fprintf(w, ", %s", s)
 		}
+		if s := run.CPUUse.text(); s != "" {
+			fmt.Fprintf(w, "; %s", s)
+		}
 		fmt.Fprint(w, ". ")
 	}
 	if b, a := fr.Baseline, fr.BaselineAfter; b != nil && a != nil {

@@ -55,6 +55,13 @@ func StartLocalCluster(ctx context.Context, dir string, masters int) (*LocalServ
 	return s, nil
 }
 
+// WithCluster returns the services of s with the Redis Cluster of
+// cluster (StartLocalCluster) in place of s's Redis.
+func (s *LocalServices) WithCluster(cluster *LocalServices) Services {
+	return Services{SQSEndpoint: s.SQSEndpoint, RedisCluster: cluster.RedisCluster,
+		PIDs: map[string][]int{roleSQS: s.PIDs[roleSQS], roleRedis: cluster.PIDs[roleRedis]}}
+}
+
 // startClusterNode starts one cluster-enabled redis-server on a port whose
 // cluster bus port (port + 10000) is free too, and waits for its PING.
 func (s *LocalServices) startClusterNode(ctx context.Context, bin, dir string) (string, error) {
@@ -71,6 +78,7 @@ func (s *LocalServices) startClusterNode(ctx context.Context, bin, dir string) (
 		return "", err
 	}
 	s.procs = append(s.procs, p)
+	s.addPID(roleRedis, p)
 	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer client.Close()
 	if err := waitFor(ctx, p, startTimeout, func(ctx context.Context) error { return client.Ping(ctx).Err() }); err != nil {

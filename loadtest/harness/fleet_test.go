@@ -348,6 +348,7 @@ func TestFleetReportBaselineAfter(t *testing.T) {
 	fr.BaselineAfter = baselineAfter(fr, 12*time.Millisecond)
 	fr.BaselineAfter.Tenants = []TenantStats{{ID: "quiet-1", Role: "quiet", Latency: Quantiles{P95: 12 * time.Millisecond}}}
 	fr.Run.Steal = &Steal{Load: 0.012}
+	fr.Run.CPUUse = &CPUUse{Seconds: 60, ByRole: map[string]float64{roleGateways: 15.6, roleSQS: 12}, Busy: 0.614, Cores: 2}
 	report, err := WriteFleetReport(t.TempDir(), []*FleetResult{fr}, Environment{Command: "fairness", Date: time.Unix(0, 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +358,8 @@ func TestFleetReportBaselineAfter(t *testing.T) {
 		"was 12 ms after the run and 10 ms before it: 1.20×",
 		"| quiet-1 | quiet | 0.0 / 0.0 / 0.0 | 11 ms | 10 ms |",
 		"baseline after: 50 accepted",
-		"load average – → –, CPU steal 1.2%. ",
+		"load average – → –, CPU steal 1.2%; CPU over the load, in cores: gateways 0.26, SQS emulator 0.20; the machine 61% busy of its 2 cores. ",
+		"Baseline: sends late by p99 0.0 ms, load average – → –. ", // no CPU use read
 	} {
 		if !bytes.Contains(report, []byte(want)) {
 			t.Errorf("report lacks %q:\n%s", want, report)

@@ -62,34 +62,44 @@ type CPUSample struct {
 
 // cpuTimes reads the machine's CPU time from /proc/stat; ok is false
 // where there is none.
-func cpuTimes() (steal, total uint64, ok bool) {
+func cpuTimes() (t machineTimes, ok bool) {
 	data, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, false
+		return machineTimes{}, false
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
 	return parseCPUTimes(line)
 }
 
+// machineTimes are the machine's CPU times since boot, in clock ticks:
+// what the hypervisor stole, what was idle (iowait included), and all of
+// it.
+type machineTimes struct {
+	Steal, Idle, Total uint64
+}
+
 // parseCPUTimes parses the "cpu" line of /proc/stat: user, nice, system,
 // idle, iowait, irq, softirq, steal, then guest and guest_nice, which
 // user and nice already count.
-func parseCPUTimes(line string) (steal, total uint64, ok bool) {
+func parseCPUTimes(line string) (t machineTimes, ok bool) {
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
-		return 0, 0, false
+		return machineTimes{}, false
 	}
 	for i, s := range f[1:9] {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return 0, 0, false
+			return machineTimes{}, false
 		}
-		total += v
-		if i == 7 {
-			steal = v
+		t.Total += v
+		switch i {
+		case 3, 4:
+			t.Idle += v
+		case 7:
+			t.Steal = v
 		}
 	}
-	return steal, total, true
+	return t, true
 }
 
 // stealShare returns the share of the CPU time that the hypervisor took

@@ -10,25 +10,26 @@ import (
 
 func TestParseCPUTimes(t *testing.T) {
 	tests := []struct {
-		line         string
-		steal, total uint64
-		ok           bool
+		line string
+		want machineTimes
+		ok   bool
 	}{
-		// guest and guest_nice are in user and nice already: not counted twice.
-		{"cpu  100 2 30 800 5 0 3 60 40 1", 60, 1000, true},
-		{"cpu  100 2 30 800 5 0 3 60", 60, 1000, true},
-		{"cpu  100 2 30 800 5 0 3", 0, 0, false}, // no steal column (Linux before 2.6.11)
-		{"cpu0 100 2 30 800 5 0 3 60 0 0", 0, 0, false},
-		{"cpu  100 2 30 800 x 0 3 60 0 0", 0, 0, false},
-		{"", 0, 0, false},
+		// guest and guest_nice are in user and nice already: not counted
+		// twice. Idle counts iowait.
+		{"cpu  100 2 30 800 5 0 3 60 40 1", machineTimes{Steal: 60, Idle: 805, Total: 1000}, true},
+		{"cpu  100 2 30 800 5 0 3 60", machineTimes{Steal: 60, Idle: 805, Total: 1000}, true},
+		{"cpu  100 2 30 800 5 0 3", machineTimes{}, false}, // no steal column (Linux before 2.6.11)
+		{"cpu0 100 2 30 800 5 0 3 60 0 0", machineTimes{}, false},
+		{"cpu  100 2 30 800 x 0 3 60 0 0", machineTimes{}, false},
+		{"", machineTimes{}, false},
 	}
 	for _, tt := range tests {
-		steal, total, ok := parseCPUTimes(tt.line)
-		if steal != tt.steal || total != tt.total || ok != tt.ok {
-			t.Errorf("parseCPUTimes(%q) = %d, %d, %v; want %d, %d, %v", tt.line, steal, total, ok, tt.steal, tt.total, tt.ok)
+		got, ok := parseCPUTimes(tt.line)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseCPUTimes(%q) = %+v, %v; want %+v, %v", tt.line, got, ok, tt.want, tt.ok)
 		}
 	}
-	if _, _, ok := cpuTimes(); !ok {
+	if _, ok := cpuTimes(); !ok {
 		t.Log("no /proc/stat here: runs sample no CPU time")
 	}
 }

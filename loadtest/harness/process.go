@@ -83,6 +83,27 @@ func (p *process) exitError() error {
 	return fmt.Errorf("%w: %s (%v); its output ends:\n%s", ErrProcessExited, p.name, p.err, p.tail)
 }
 
+// cpuTime returns the CPU time, user and system, the process has used:
+// from /proc while it runs, from its resource usage once it has exited.
+func (p *process) cpuTime() (time.Duration, bool) {
+	if p.running() {
+		if d, ok := pidCPU(p.cmd.Process.Pid); ok {
+			return d, true
+		}
+		// It exited between the two looks: its usage comes with its end.
+		select {
+		case <-p.done:
+		case <-time.After(time.Second):
+			return 0, false
+		}
+	}
+	s := p.cmd.ProcessState
+	if s == nil {
+		return 0, false
+	}
+	return s.UserTime() + s.SystemTime(), true
+}
+
 // running reports whether the process has not exited.
 func (p *process) running() bool {
 	select {

@@ -325,6 +325,9 @@ func (s *ScenarioResult) WriteMarkdown(w io.Writer, chart string) {
 		if s := r.stealNote(); s != "" {
 			note += "; " + s
 		}
+		if s := r.CPUUse.text(); s != "" {
+			note += "; " + s
+		}
 		if r.Disturbed() {
 			note = "⚠ " + note + fmt.Sprintf(": disturbed (late by more than %v), other work on the machine held the harness up", DisturbedLate)
 		}

@@ -95,6 +95,9 @@ type Result struct {
 	// Steal is the hypervisor's share of the machine's CPU time; nil
 	// where it was not sampled.
 	Steal *Steal `json:"steal,omitempty"`
+	// CPUUse is the CPU time the run's processes used over the load;
+	// nil where it was not read (no /proc).
+	CPUUse *CPUUse `json:"cpu_use,omitempty"`
 }
 
 // Steal is the share of the machine's CPU time that the hypervisor gave

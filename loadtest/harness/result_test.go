@@ -267,6 +267,7 @@ func TestLoadResult(t *testing.T) {
 	for s := range 12 {
 		r.CPU = append(r.CPU, CPUSample{At: time.Duration(s) * time.Second, Steal: uint64(20 * max(0, s-4)), Total: uint64(200 * s)})
 	}
+	r.CPUUse = &CPUUse{Seconds: 61.2, ByRole: map[string]float64{roleGateways: 15.5, roleClients: 11}, Busy: 0.61, Cores: 2}
 	r.analyse()
 	if j := r.QuietJudged; j.Kept != 1 || j.LeftOut != 1 {
 		t.Errorf("quiet tenants judged %+v: want 1 kept, 1 left out", j)

@@ -149,14 +149,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	defer endSampling()
+	// Read before the outage's goroutine starts, which starts workers,
+	// and after it ends.
+	meter := beginCPU(sys.cpuSources(snk))
 	outageErr := make(chan error, 1)
 	go func() { outageErr <- runOutage(ctx, sys, res, log) }()
 	load := ClientsConfig{URLs: urls, Keys: cfg.creds.keys, Tenants: sc.Tenants, Start: res.Start, Duration: sc.Duration}
-	res.Sends, res.Skipped, err = offer(ctx, o.Clients, o.Dir, load)
+	var clientsCPU time.Duration
+	res.Sends, res.Skipped, clientsCPU, err = offer(ctx, o.Clients, o.Dir, load)
 	res.LoadAvg[1] = loadAvg()
 	if err := errors.Join(err, <-outageErr); err != nil {
 		return nil, err
 	}
+	var clients map[string]time.Duration // in the harness's own process without a clients process
+	if o.Clients != "" {
+		clients = map[string]time.Duration{roleClients: clientsCPU}
+	}
+	res.CPUUse = meter.end(sys.cpuSources(snk), clients)
 	if err := sys.check(); err != nil {
 		return nil, err
 	}
@@ -202,14 +211,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 const clientsLead = time.Second
 
 // offer offers the load of cfg from the clients process bin, or from the
-// harness's own process when bin is empty, and returns every send and the
-// number skipped.
-func offer(ctx context.Context, bin, dir string, cfg ClientsConfig) ([]Send, int64, error) {
+// harness's own process when bin is empty, and returns every send, the
+// number skipped and the CPU time of the clients process (0 without one).
+func offer(ctx context.Context, bin, dir string, cfg ClientsConfig) ([]Send, int64, time.Duration, error) {
 	if bin != "" {
 		return offerFromProcess(ctx, bin, dir, cfg)
 	}
 	sends, skipped := generate(ctx, cfg)
-	return sends, skipped, nil
+	return sends, skipped, 0, nil
 }
 
 // startApplication starts the application behind the workers: the
@@ -241,8 +250,8 @@ type samples struct {
 func sample(ctx context.Context, sys *system, start time.Time) samples {
 	var out samples
 	readCPU := func() {
-		if steal, total, ok := cpuTimes(); ok {
-			out.cpu = append(out.cpu, CPUSample{At: time.Since(start), Steal: steal, Total: total})
+		if t, ok := cpuTimes(); ok {
+			out.cpu = append(out.cpu, CPUSample{At: time.Since(start), Steal: t.Steal, Total: t.Total})
 		}
 	}
 	readCPU()

@@ -33,6 +33,10 @@ type Services struct {
 	// RedisCluster, when not empty, are the masters of a Redis Cluster
 	// (host:port each), used instead of RedisAddr (redis.mode cluster).
 	RedisCluster []string
+	// PIDs are the services' processes by role ("sqs", "redis"), whose
+	// CPU time a run accounts (Result.CPU); nil for services the harness
+	// did not start.
+	PIDs map[string][]int
 }
 
 // redis reports whether the services include a Redis.
@@ -101,6 +105,14 @@ func (s *LocalServices) Stop(ctx context.Context) error {
 	return first
 }
 
+// addPID records p as a process of role (Services.PIDs).
+func (s *LocalServices) addPID(role string, p *process) {
+	if s.PIDs == nil {
+		s.PIDs = make(map[string][]int)
+	}
+	s.PIDs[role] = append(s.PIDs[role], p.cmd.Process.Pid)
+}
+
 func (s *LocalServices) startRedis(ctx context.Context, dir string) error {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -117,6 +129,7 @@ func (s *LocalServices) startRedis(ctx context.Context, dir string) error {
 		return err
 	}
 	s.procs = append(s.procs, p)
+	s.addPID(roleRedis, p)
 	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer client.Close()
 	err = waitFor(ctx, p, startTimeout, func(ctx context.Context) error { return client.Ping(ctx).Err() })
@@ -143,6 +156,7 @@ func (s *LocalServices) startFauxqs(ctx context.Context, root, dir string) error
 	}
 	s.procs = append(s.procs, p)
 	s.fauxqs = p
+	s.addPID(roleSQS, p)
 	// The launcher prints its address as its first line; the rest of its
 	// output is drained so that it never blocks on the pipe.
 	lines := make(chan string, 1)

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -62,6 +63,11 @@ func TestSmoke(t *testing.T) {
 				rc := res.Recovery
 				if rc == nil || res.OutageStart.IsZero() || rc.BacklogCleared < 0 {
 					t.Errorf("outage not measured: recovery %+v", rc)
+				}
+				// The workers stopped and started again in the load are
+				// all counted, as the gateway is.
+				if u := res.CPUUse; runtime.GOOS == "linux" && (u == nil || u.ByRole[roleWorkers] <= 0 || u.ByRole[roleGateways] <= 0) {
+					t.Errorf("CPU use %+v: want the workers' and the gateway's", u)
 				}
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ type system struct {
 	peers       []*process
 	workerAddrs []string
 	workers     []*process // nil while stopped; always nil on memory
+	// started are every process started, stopped ones included, for
+	// their CPU time (CPUUse).
+	started []cpuSource
 }
 
 // startSystem writes the configuration under dir and starts the processes.
@@ -124,12 +128,34 @@ func (s *system) start(ctx context.Context, name, log, addr, probe string, args 
 	if err != nil {
 		return nil, err
 	}
+	s.started = append(s.started, cpuSource{role: cpuRole(args[0]), p: p})
 	err = waitFor(ctx, p, startTimeout, func(ctx context.Context) error { return getOK(ctx, s.client, "http://"+addr+probe) })
 	if err != nil {
 		p.stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return p, nil
+}
+
+// cpuRole is the role (CPUUse) of a process started as `fairq cmd`.
+func cpuRole(cmd string) string {
+	switch cmd {
+	case "gateway":
+		return roleGateways
+	case "worker":
+		return roleWorkers
+	}
+	return roleDev
+}
+
+// cpuSources are the processes of the system and its services, and the
+// application's when it has one.
+func (s *system) cpuSources(snk application) []cpuSource {
+	out := append(slices.Clip(s.started), serviceSources(s.cfg.services)...)
+	if a, ok := snk.(*appProcess); ok {
+		out = append(out, cpuSource{role: roleApp, p: a.proc})
+	}
+	return append(out, cpuSource{role: roleHarness, pid: os.Getpid()})
 }
 
 // separateWorkers reports whether the workers run in processes of their
