@@ -108,6 +108,9 @@
 // run the machine's load average and the hypervisor's share of its CPU
 // over the windows its latency is judged in (Steal), so that a run
 // disturbed by other work on the machine, or on its host, shows as such.
+// Each run also reads the CPU time its processes used over the load, by
+// role, and the machine's busy share (CPUUse): on one machine, the
+// processes share its cores with each other and with the load's clients.
 //
 // The latency criteria (the quiet tenants' p95 against their baseline, or
 // after an outage against before it) leave out the messages sent in a
