@@ -161,7 +161,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := errors.Join(err, <-outageErr); err != nil {
 		return nil, err
 	}
-	var clients map[string]time.Duration // in the harness's own process without a clients process
+	var clients map[string]time.Duration // nil: the load came from the harness, counted as its own
 	if o.Clients != "" {
 		clients = map[string]time.Duration{roleClients: clientsCPU}
 	}

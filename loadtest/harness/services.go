@@ -34,7 +34,7 @@ type Services struct {
 	// (host:port each), used instead of RedisAddr (redis.mode cluster).
 	RedisCluster []string
 	// PIDs are the services' processes by role ("sqs", "redis"), whose
-	// CPU time a run accounts (Result.CPU); nil for services the harness
+	// CPU time a run accounts (Result.CPUUse); nil for services the harness
 	// did not start.
 	PIDs map[string][]int
 }
