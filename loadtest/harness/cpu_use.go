@@ -44,13 +44,15 @@ var cpuRoles = []struct{ role, text string }{
 // load and a second before it; the harness counts the sink when the
 // application runs in its process.
 type CPUUse struct {
-	// Seconds is how long the load lasted.
+	// Seconds is the span measured: from just before the clients start
+	// to the answer of their last request.
 	Seconds float64 `json:"seconds"`
 	// ByRole is the CPU seconds (user and system) used by each role's
 	// processes over the load.
 	ByRole map[string]float64 `json:"by_role"`
 	// Busy is the share of the machine's CPU time, every core, that was
-	// not idle over the load, 0-1; Cores is how many it has.
+	// not idle over the load (stolen time counts as busy), 0-1; Cores is
+	// how many it has.
 	Busy  float64 `json:"busy"`
 	Cores int     `json:"cores"`
 }
