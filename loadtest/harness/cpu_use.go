@@ -131,12 +131,7 @@ func (m *cpuMeter) end(sources []cpuSource, extra map[string]time.Duration) *CPU
 	if total := now.Total - m.machine.Total; total > 0 {
 		u.Busy = 1 - float64(now.Idle-m.machine.Idle)/float64(total)
 	}
-	seen := make(map[int]bool, len(sources))
 	for _, s := range sources {
-		if seen[s.key()] {
-			continue
-		}
-		seen[s.key()] = true
 		if d, ok := s.used(); ok {
 			u.ByRole[s.role] += (d - m.start[s.key()]).Seconds()
 		}

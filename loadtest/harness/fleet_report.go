@@ -49,18 +49,14 @@ func (fr *FleetResult) baselines() []*Result {
 	return bs
 }
 
-// baselineP95 returns the p95 a run's is compared with: the mean of the
-// baselines' (of the quiet tenants, or of tenant id when id is not
-// empty), and false when no baseline ran or none had the tenant.
+// baselineP95 returns the p95 tenant id's is compared with in the
+// tenants' table: the mean of the baselines', and false when no baseline
+// ran or none had the tenant. (The latency criterion judges the quiet
+// tenants' QuietJudged.)
 func (fr *FleetResult) baselineP95(id string) (time.Duration, bool) {
 	var sum time.Duration
 	n := 0
 	for _, b := range fr.baselines() {
-		if id == "" {
-			sum += b.Quiet.Latency.P95
-			n++
-			continue
-		}
 		for _, t := range b.Tenants {
 			if t.ID == id {
 				sum += t.Latency.P95
