@@ -28,6 +28,8 @@ type options struct {
 	noBaseline bool
 	// baselineAfter runs a fleet run's baseline again after it.
 	baselineAfter bool
+	// control runs a fleet run's contention control after its baselines.
+	control bool
 	// inHarness keeps a fleet run's application and clients in the
 	// harness's process, as the other modes have them.
 	inHarness bool
@@ -95,7 +97,7 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		scenarios = append(scenarios, sc)
 	}
 	bin := filepath.Join(out, "bin", "fairq")
-	app, clients := "", ""
+	app, clients, burner := "", "", ""
 	if !o.render {
 		log.Info("building fairq")
 		if bin, err = harness.Build(ctx, root, filepath.Join(out, "bin"), false); err != nil {
@@ -106,6 +108,11 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 				return err
 			}
 			if clients, err = harness.BuildClients(ctx, root, filepath.Join(out, "bin")); err != nil {
+				return err
+			}
+		}
+		if fleet && o.control {
+			if burner, err = harness.BuildBurner(ctx, root, filepath.Join(out, "bin")); err != nil {
 				return err
 			}
 		}
@@ -250,6 +257,18 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 					fr.Run = res
 				}
 			}
+			if o.control && sc.Baseline && !o.noBaseline {
+				dir := filepath.Join(out, sc.Name, string(harness.ModeFleet)+"-"+topo) + "-control"
+				if fr.Control, err = control(ctx, o, fr, dir, harness.Options{
+					Scenario: sc, Mode: harness.ModeFleet, Baseline: true, Backend: "sqs", Services: services,
+					Binary: bin, App: app, Clients: clients, Burner: burner, Dir: dir, Logger: log.With("redis", topo, "control", true),
+				}); err != nil {
+					return fmt.Errorf("%s, %s: %w", sc.Name, filepath.Base(dir), err)
+				}
+				if c := fr.Control; c != nil && (c.Accounting.Lost > 0 || !c.Drained) {
+					unbalanced++
+				}
+			}
 			fleets = append(fleets, fr)
 		}
 	}
@@ -283,6 +302,24 @@ func experiment(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		return fmt.Errorf("%w in %d runs", errUnbalanced, unbalanced)
 	}
 	return nil
+}
+
+// control runs fr's contention control with opts, burning
+// harness.ControlCores(fr), or with -render reads its records from dir. It
+// returns nil where there is nothing to burn (no CPU use was read) or,
+// rendering, no records: an experiment run with -control=false.
+func control(ctx context.Context, o options, fr *harness.FleetResult, dir string, opts harness.Options) (*harness.Result, error) {
+	if o.render {
+		res, err := harness.LoadResult(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return res, err
+	}
+	if opts.Burn = harness.ControlCores(fr); opts.Burn == 0 {
+		return nil, nil
+	}
+	return harness.Run(ctx, opts)
 }
 
 // copyCharts copies each scenario's chart from out to dir.

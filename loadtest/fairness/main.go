@@ -23,7 +23,12 @@
 // and the quiet tenants' p95 is compared with the mean of the two: on a
 // shared machine the p95 of the same run drifts from one minute to the
 // next, and the report shows by how much (-baseline-after=false runs the
-// one before only). Its report is fleet.md in -out.
+// one before only). Then, unless -control=false, the baseline runs once
+// more beside a process (loadtest/burn) burning the CPU the run's
+// processes used beyond the baselines', the clients' apart: a contention
+// control, not judged, whose p95 the report sets beside the run's, to
+// tell how much of the quiet tenants' slowdown the busier cores of one
+// machine cause on their own. Its report is fleet.md in -out.
 //
 // See package loadtest/harness for what a run does.
 package main
@@ -60,6 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.short, "short", false, "run the short CI versions of the scenarios")
 	fs.BoolVar(&o.noBaseline, "no-baseline", false, "skip the baseline runs (only the quiet tenants)")
 	fs.BoolVar(&o.baselineAfter, "baseline-after", true, "fleet mode: run the baseline again after each run, and compare the quiet tenants' p95 with the mean of the two baselines'")
+	fs.BoolVar(&o.control, "control", true, "fleet mode: after a run with a baseline, run the baseline once more beside a process burning the CPU the run added (a contention control, not judged), and report its p95 beside the run's")
 	fs.BoolVar(&o.inHarness, "in-harness", false, "fleet mode: send the load and answer the pushes from the harness's own process, as the other modes do, not from a clients process (under SCHED_IDLE) and an application process of their own")
 	fs.StringVar(&o.figures, "figures", "", "also copy the charts to this directory (relative to the module root)")
 	fs.BoolVar(&o.render, "render", false, "run nothing: write the report again from the records in -out")

@@ -21,6 +21,7 @@ const (
 	roleClients  = "clients"
 	roleApp      = "application"
 	roleHarness  = "harness"
+	roleBurner   = "burner"
 )
 
 // cpuRoles are the roles in the order reports show them, with the words
@@ -34,6 +35,7 @@ var cpuRoles = []struct{ role, text string }{
 	{roleClients, "clients"},
 	{roleApp, "application"},
 	{roleHarness, "harness"},
+	{roleBurner, "burn process (the control's)"},
 }
 
 // CPUUse is the CPU time a run's processes used while its load was

@@ -77,6 +77,16 @@
 // from the gateway's acceptance to the push's arrival: neither process is
 // in it, but each shared the cores with it.
 //
+// On one machine the noisy tenant's load is paid for in CPU by every
+// process a quiet message passes through, which Result.CPUUse tells by
+// role. FleetResult.Control is a contention control that tells how much
+// of the quiet tenants' slowdown that alone causes: the baseline once
+// more, with a burn process (command loadtest/burn, Burn; Options.Burn)
+// burning ControlCores, the CPU the run's processes used beyond the
+// baselines' (the clients' apart), in bursts of at most a quarter of a
+// millisecond at normal priority, sharing nothing with fairq but the
+// cores. It is not judged; the report sets its p95 beside the run's.
+//
 // A fleet's outage stops its four workers at once: each lets its receives
 // under way finish, up to a long poll's 20 s, so stopping takes about that.
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,44 @@ type FleetResult struct {
 	// a baseline on each side of the run shares the drift out between
 	// them rather than leave it all to the noisy tenant.
 	BaselineAfter *Result
+	// Control is the contention control, if it ran: the baseline once
+	// more, beside a burn process burning about the CPU the run added
+	// (ControlCores). It is not judged: the report sets its p95 beside the
+	// run's, to tell how much of the quiet tenants' slowdown the machine's
+	// busier cores cause on their own.
+	Control *Result
+}
+
+// ControlCores returns the CPU, in cores, that fr's contention control is
+// to burn: what the run's processes used over the load beyond the mean of
+// the baselines', the clients' apart (they run at idle priority, where the
+// burn process runs at normal priority), to two decimals; 0 where a run's
+// CPU use was not read or the run added none.
+func ControlCores(fr *FleetResult) float64 {
+	bs := fr.baselines()
+	if fr.Run == nil || fr.Run.CPUUse == nil || len(bs) == 0 {
+		return 0
+	}
+	busy := func(u *CPUUse) float64 {
+		var sum float64
+		for role, s := range u.ByRole {
+			if role != roleClients && role != roleBurner {
+				sum += s
+			}
+		}
+		return sum / u.Seconds
+	}
+	var base float64
+	for _, b := range bs {
+		if b.CPUUse == nil || b.CPUUse.Seconds <= 0 {
+			return 0
+		}
+		base += busy(b.CPUUse) / float64(len(bs))
+	}
+	if fr.Run.CPUUse.Seconds <= 0 {
+		return 0
+	}
+	return max(0, math.Round(100*(busy(fr.Run.CPUUse)-base))/100)
 }
 
 // runs returns the runs of fr in the order they ran.
@@ -32,8 +71,10 @@ func (fr *FleetResult) runs() []*Result {
 	if fr.Baseline != nil {
 		rs = []*Result{fr.Baseline, fr.Run}
 	}
-	if fr.BaselineAfter != nil {
-		rs = append(rs, fr.BaselineAfter)
+	for _, r := range []*Result{fr.BaselineAfter, fr.Control} {
+		if r != nil {
+			rs = append(rs, r)
+		}
 	}
 	return rs
 }
@@ -77,6 +118,8 @@ func (fr *FleetResult) runKind(r *Result) string {
 		return "baseline"
 	case fr.BaselineAfter:
 		return "baseline after"
+	case fr.Control:
+		return "control"
 	}
 	return "run"
 }
@@ -200,8 +243,6 @@ func WriteFleetReport(dir string, frs []*FleetResult, env Environment) ([]byte, 
 // clusterMasters is the number of masters of a fleet run's Redis Cluster.
 const clusterMasters = 3
 
-// writeFleetRun writes one fleet run's section: its setup, its checks
-// (met or not met), and each tenant's figures.
 // wherePartsRan says where a run's load was sent from and its pushes
 // answered.
 func wherePartsRan(r *Result) string {
@@ -215,6 +256,32 @@ func wherePartsRan(r *Result) string {
 	return "The load was sent from " + clients + "; the pushes were answered by " + app + "."
 }
 
+// controlText tells what fr's contention control measured, or nothing
+// when it did not run.
+func controlText(fr *FleetResult) string {
+	c := fr.Control
+	bs := fr.baselines()
+	if c == nil || len(bs) == 0 {
+		return ""
+	}
+	burnt := "–"
+	if u := c.CPUUse; u != nil && u.Seconds > 0 {
+		burnt = fmt.Sprintf("%.2f", u.ByRole[roleBurner]/u.Seconds)
+	}
+	var want []Judged
+	for _, b := range bs {
+		want = append(want, b.QuietJudged)
+	}
+	base := max(meanJudged(want, false), time.Microsecond)
+	return fmt.Sprintf("Contention control: the quiet tenants alone once more, beside a process burning %.2f cores (it burnt %s) in bursts of at most %v at normal priority, "+
+		"the CPU the run's processes used beyond the baselines' (the clients' apart), sharing nothing with fairq but the cores: their p95 was %s, %s the baselines' %s, "+
+		"where the run with the noisy tenant had %s, %s.",
+		c.Burn, burnt, burstMax, fmtDur(c.QuietJudged.P95), fmtRatio(float64(c.QuietJudged.P95)/float64(base)), fmtDur(base),
+		fmtDur(fr.Run.QuietJudged.P95), fmtRatio(float64(fr.Run.QuietJudged.P95)/float64(base)))
+}
+
+// writeFleetRun writes one fleet run's section: its setup, its checks
+// (met or not met), and each tenant's figures.
 func writeFleetRun(w io.Writer, fr *FleetResult) {
 	r := fr.Run
 	sc := r.Scenario
@@ -243,6 +310,9 @@ func writeFleetRun(w io.Writer, fr *FleetResult) {
 	if b, a := fr.Baseline, fr.BaselineAfter; b != nil && a != nil {
 		fmt.Fprintf(w, "The quiet tenants' p95, alone both times, was %s after the run and %s before it: %s, the machine's drift over the experiment.",
 			fmtDur(a.Quiet.Latency.P95), fmtDur(b.Quiet.Latency.P95), fmtRatio(float64(a.Quiet.Latency.P95)/float64(max(b.Quiet.Latency.P95, time.Microsecond))))
+	}
+	if s := controlText(fr); s != "" {
+		fmt.Fprint(w, " "+s)
 	}
 	fmt.Fprint(w, "\n\n")
 	fmt.Fprintln(w, "| criterion | measured | result |")

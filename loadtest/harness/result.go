@@ -34,6 +34,10 @@ type Result struct {
 	// not in the harness's.
 	AppProcess     bool `json:"app_process,omitempty"`
 	ClientsProcess bool `json:"clients_process,omitempty"`
+	// Burn is the CPU, in cores, that a burn process was asked to burn
+	// over the load (Options.Burn): a contention control. What it burnt is
+	// the burner's in CPUUse.
+	Burn float64 `json:"burn,omitempty"`
 	// GatewayAccepted counts the messages each gateway accepted, in the
 	// order of the generator's turns; empty outside ModeFleet.
 	GatewayAccepted []int `json:"gateway_accepted,omitempty"`

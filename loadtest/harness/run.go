@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,6 +37,13 @@ type Options struct {
 	// one): the load is then sent from a process of its own, under
 	// SCHED_IDLE, instead of the harness's.
 	Clients string
+	// Burn, when more than zero, is the CPU, in cores, that a burn
+	// process (Burner, which BuildBurner makes) burns while the load is
+	// offered, at normal priority: the contention control, which runs the
+	// quiet tenants (Baseline) beside work that shares nothing with fairq
+	// but the cores. Its CPU is counted in CPUUse as the burner's.
+	Burn   float64
+	Burner string
 	// Dir receives the run's configuration, the processes' logs and its
 	// records (messages.csv, result.json).
 	Dir string
@@ -72,6 +81,9 @@ func (o Options) validate() error {
 	}
 	if o.Binary == "" || o.Dir == "" {
 		return fmt.Errorf("%w: Binary and Dir are required", ErrInvalidOptions)
+	}
+	if o.Burn < 0 || o.Burn > float64(runtime.NumCPU()) || (o.Burn > 0 && o.Burner == "") {
+		return fmt.Errorf("%w: Burn %g must be 0 to the machine's %d cores, and with a Burner", ErrInvalidOptions, o.Burn, runtime.NumCPU())
 	}
 	return nil
 }
@@ -123,7 +135,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer sys.stop(context.WithoutCancel(ctx))
 
 	res := &Result{Scenario: sc, Mode: o.Mode, Backend: o.Backend, Baseline: o.Baseline,
-		AppProcess: o.App != "", ClientsProcess: o.Clients != ""}
+		AppProcess: o.App != "", ClientsProcess: o.Clients != "", Burn: o.Burn}
 	urls := []string{sys.baseURL()}
 	if o.Mode == ModeFleet {
 		res.Redis, res.Gateways = o.Services.topology(), FleetGateways
@@ -149,15 +161,32 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	defer endSampling()
+	burner, err := startBurner(o.Burner, o.Dir, o.Burn)
+	if err != nil {
+		return nil, err
+	}
+	if burner != nil {
+		defer burner.stop(context.WithoutCancel(ctx))
+	}
+	cpuSources := func() []cpuSource {
+		ss := sys.cpuSources(snk)
+		if burner != nil {
+			ss = append(ss, cpuSource{role: roleBurner, p: burner})
+		}
+		return ss
+	}
 	// Read before the outage's goroutine starts, which starts workers,
 	// and after it ends.
-	meter := beginCPU(sys.cpuSources(snk))
+	meter := beginCPU(cpuSources())
 	outageErr := make(chan error, 1)
 	go func() { outageErr <- runOutage(ctx, sys, res, log) }()
 	load := ClientsConfig{URLs: urls, Keys: cfg.creds.keys, Tenants: sc.Tenants, Start: res.Start, Duration: sc.Duration}
 	var clientsCPU time.Duration
 	res.Sends, res.Skipped, clientsCPU, err = offer(ctx, o.Clients, o.Dir, load)
 	res.LoadAvg[1] = loadAvg()
+	if burner != nil {
+		err = errors.Join(err, burner.stop(ctx))
+	}
 	if err := errors.Join(err, <-outageErr); err != nil {
 		return nil, err
 	}
@@ -165,7 +194,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Clients != "" {
 		clients = map[string]time.Duration{roleClients: clientsCPU}
 	}
-	res.CPUUse = meter.end(sys.cpuSources(snk), clients)
+	res.CPUUse = meter.end(cpuSources(), clients)
 	if err := sys.check(); err != nil {
 		return nil, err
 	}
@@ -219,6 +248,15 @@ func offer(ctx context.Context, bin, dir string, cfg ClientsConfig) ([]Send, int
 	}
 	sends, skipped := generate(ctx, cfg)
 	return sends, skipped, 0, nil
+}
+
+// startBurner starts the burn process bin, burning cores, when cores is
+// more than zero; nil otherwise.
+func startBurner(bin, dir string, cores float64) (*process, error) {
+	if cores <= 0 {
+		return nil, nil
+	}
+	return startProcess("burn", dir, filepath.Join(dir, "burn.log"), nil, false, nil, bin, "-cores", strconv.FormatFloat(cores, 'f', -1, 64))
 }
 
 // startApplication starts the application behind the workers: the
@@ -442,6 +480,12 @@ func BuildApp(ctx context.Context, root, dir string) (string, error) {
 // and returns its path.
 func BuildClients(ctx context.Context, root, dir string) (string, error) {
 	return buildCommand(ctx, root, dir, "./loadtest/clients", false)
+}
+
+// BuildBurner builds the burn process (command loadtest/burn) of the
+// module at root into dir and returns its path.
+func BuildBurner(ctx context.Context, root, dir string) (string, error) {
+	return buildCommand(ctx, root, dir, "./loadtest/burn", false)
 }
 
 // buildCommand builds the command pkg of the module at root into dir,

@@ -25,6 +25,10 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	burner, err := BuildBurner(ctx, root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range ScenarioNames {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -37,6 +41,10 @@ func TestSmoke(t *testing.T) {
 			if sc.Outage.For > 0 {
 				o.Backend = backendSQS
 				o.Services = Services{SQSEndpoint: testenv.SQSEndpoint(t), RedisAddr: testenv.RedisAddr(t)}
+			}
+			if name == ScenarioSlow {
+				// A contention control's burn process, lightly.
+				o.Burn, o.Burner = smokeBurn, burner
 			}
 			res, err := Run(ctx, o)
 			if err != nil {
@@ -59,6 +67,10 @@ func TestSmoke(t *testing.T) {
 					t.Errorf("poison accepted %d, dead-lettered %d, dead-letter queue %d: want all equal and not 0",
 						a.PoisonAccepted, a.DeadLettered, res.DLQDepth)
 				}
+			case ScenarioSlow:
+				if u := res.CPUUse; res.Burn != smokeBurn || (runtime.GOOS == "linux" && (u == nil || u.ByRole[roleBurner] <= 0)) {
+					t.Errorf("burn %g, CPU use %+v: want %g asked and the burn process's CPU counted", res.Burn, u, smokeBurn)
+				}
 			case ScenarioOutage:
 				rc := res.Recovery
 				if rc == nil || res.OutageStart.IsZero() || rc.BacklogCleared < 0 {
@@ -73,6 +85,9 @@ func TestSmoke(t *testing.T) {
 		})
 	}
 }
+
+// smokeBurn is the CPU the slow scenario's smoke run burns beside it.
+const smokeBurn = 0.1
 
 // dumpLogs logs the tail of every fairq log of a run.
 func dumpLogs(t *testing.T, dir string) {
