@@ -40,7 +40,7 @@ type FleetResult struct {
 // CPU use was not read or the run added none.
 func ControlCores(fr *FleetResult) float64 {
 	bs := fr.baselines()
-	if fr.Run == nil || fr.Run.CPUUse == nil || len(bs) == 0 {
+	if fr.Run == nil || fr.Run.CPUUse == nil || fr.Run.CPUUse.Seconds <= 0 || len(bs) == 0 {
 		return 0
 	}
 	busy := func(u *CPUUse) float64 {
@@ -58,9 +58,6 @@ func ControlCores(fr *FleetResult) float64 {
 			return 0
 		}
 		base += busy(b.CPUUse) / float64(len(bs))
-	}
-	if fr.Run.CPUUse.Seconds <= 0 {
-		return 0
 	}
 	return max(0, math.Round(100*(busy(fr.Run.CPUUse)-base))/100)
 }
