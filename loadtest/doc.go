@@ -5,11 +5,11 @@
 // figures/), the chaos suite (chaos/, on the same library: faults injected
 // into the real processes, every accepted message accounted for), the
 // fleet mode's clients and application as processes of their own
-// (clients/, app/), its contention control's burn process (burn/), the cost of gateway.send_window on the SQS emulator (sendwindow/, on the
-// same library), a wrk
-// script (wrk/), an open-loop generator (rate/), the bare net/http server
-// the gateway is measured against (baseline/), and the scripts that report
-// figures for BENCHMARKS.md.
+// (clients/, app/), its contention control's burn process (burn/), the
+// cost of gateway.send_window on the SQS emulator (sendwindow/, on the
+// same library), a wrk script (wrk/), an open-loop generator (rate/), the
+// bare net/http server the gateway is measured against (baseline/), and
+// the scripts that report figures for BENCHMARKS.md.
 //
 // compare.sh compares the gateway's throughput at two commits: it builds
 // fairq at each in a temporary git worktree, then runs `fairq dev` of the

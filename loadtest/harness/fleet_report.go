@@ -46,7 +46,7 @@ func ControlCores(fr *FleetResult) float64 {
 	busy := func(u *CPUUse) float64 {
 		var sum float64
 		for role, s := range u.ByRole {
-			if role != roleClients && role != roleBurner {
+			if role != roleClients {
 				sum += s
 			}
 		}
@@ -85,6 +85,15 @@ func (fr *FleetResult) baselines() []*Result {
 		}
 	}
 	return bs
+}
+
+// quietJudged returns the quiet tenants' judged latencies of runs rs.
+func quietJudged(rs []*Result) []Judged {
+	js := make([]Judged, len(rs))
+	for i, r := range rs {
+		js[i] = r.QuietJudged
+	}
+	return js
 }
 
 // baselineP95 returns the p95 tenant id's is compared with in the
@@ -181,10 +190,7 @@ func FleetChecks(fr *FleetResult) []Criterion {
 	case sc.Baseline:
 		name = fmt.Sprintf("Latency: quiet tenants' p95 ≤ %g× their baseline (the quiet tenants alone on the same fleet; with a baseline on each side of the run, the mean of the two)", NoisyFullBound)
 		if bs := fr.baselines(); len(bs) > 0 {
-			var want []Judged
-			for _, b := range bs {
-				want = append(want, b.QuietJudged)
-			}
+			want := quietJudged(bs)
 			got, base := r.QuietJudged.P95, meanJudged(want, false)
 			x := float64(got) / float64(max(base, time.Microsecond))
 			m := fmt.Sprintf("%s vs %s", fmtDur(got), fmtDur(base))
@@ -265,11 +271,7 @@ func controlText(fr *FleetResult) string {
 	if u := c.CPUUse; u != nil && u.Seconds > 0 {
 		burnt = fmt.Sprintf("%.2f", u.ByRole[roleBurner]/u.Seconds)
 	}
-	var want []Judged
-	for _, b := range bs {
-		want = append(want, b.QuietJudged)
-	}
-	base := max(meanJudged(want, false), time.Microsecond)
+	base := max(meanJudged(quietJudged(bs), false), time.Microsecond)
 	return fmt.Sprintf("Contention control: the quiet tenants alone once more, beside a process burning %.2f cores (it burnt %s) in bursts of at most %v at normal priority, "+
 		"the CPU the run's processes used beyond the baselines' (the clients' apart), sharing nothing with fairq but the cores: their p95 was %s, %s the baselines' %s, "+
 		"where the run with the noisy tenant had %s, %s.",
